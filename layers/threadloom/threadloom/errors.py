@@ -1,0 +1,56 @@
+"""One exception hierarchy, so callers (and the HTTP layer) can map failures by type.
+
+Messages reuse the reference implementation's texts wherever it has one, because
+tools surface them to the model verbatim (``Error: <message>``).
+"""
+
+from __future__ import annotations
+
+
+class ThreadloomError(Exception):
+    """Base class of every error Threadloom raises on purpose."""
+
+
+class ValidationError(ThreadloomError, ValueError):
+    """The caller passed something malformed (a message without ``id``, a bad key...)."""
+
+
+class NotFoundError(ThreadloomError, LookupError):
+    """A session, message or block that the call needs does not exist."""
+
+
+class ConflictError(ThreadloomError):
+    """A precondition failed: the leaf moved, or an idempotency key was reused with another body."""
+
+
+class ReadOnlyBlockError(ThreadloomError):
+    """A write targeted a block whose provider cannot be written."""
+
+
+class BlockLimitError(ThreadloomError):
+    """A write would push a block past its ``max_tokens``."""
+
+
+class CompactionError(ThreadloomError):
+    """Compaction could not run (no function registered, or the summarizer failed)."""
+
+
+class StorageUnavailableError(ThreadloomError):
+    """The backing store (database, bucket, table) cannot be reached right now; retrying may help."""
+
+
+class SkillStoreError(ThreadloomError):
+    """A skill document store refused a request (missing bucket, denied access)."""
+
+
+__all__ = [
+    "BlockLimitError",
+    "CompactionError",
+    "ConflictError",
+    "NotFoundError",
+    "ReadOnlyBlockError",
+    "SkillStoreError",
+    "StorageUnavailableError",
+    "ThreadloomError",
+    "ValidationError",
+]

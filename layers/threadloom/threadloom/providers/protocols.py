@@ -1,0 +1,106 @@
+"""The duck-typed provider kinds of the reference, as ``typing.Protocol`` classes.
+
+Detection is by attribute presence and callability (never by ``isinstance`` on a
+base class), so any object with the right methods plugs in.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from threadloom.records import AppendResult, Message, SearchResult, StoredCompaction
+
+
+@runtime_checkable
+class ContextProvider(Protocol):
+    """Read-only block content. May also define ``init(label)``, called before ``get``."""
+
+    def get(self) -> str | None: ...
+
+
+@runtime_checkable
+class WritableContextProvider(ContextProvider, Protocol):
+    """A block the model may overwrite through ``set_context``."""
+
+    def set(self, content: str) -> None: ...
+
+
+@runtime_checkable
+class SkillProvider(ContextProvider, Protocol):
+    """Keyed documents: ``get`` lists them, ``load`` fetches one. ``set(key, content, description)`` is optional."""
+
+    def load(self, key: str) -> str | None: ...
+
+
+@runtime_checkable
+class SearchProvider(ContextProvider, Protocol):
+    """Searchable keyed entries: ``get`` summarizes, ``search`` queries. ``set(key, content)`` is optional."""
+
+    def search(self, query: str) -> str | None: ...
+
+
+class SessionProvider(Protocol):
+    """Message storage for one session: a tree of messages plus compaction overlays."""
+
+    def get_message(self, message_id: str) -> Message | None: ...
+
+    def get_history(self, leaf_id: str | None = None) -> list[Message]: ...
+
+    def get_latest_leaf(self) -> Message | None: ...
+
+    def get_branches(self, message_id: str) -> list[Message]: ...
+
+    def get_path_length(self, leaf_id: str | None = None) -> int: ...
+
+    def append_message(
+        self, message: Message, parent_id: Any = ..., *, expected_leaf_id: str | None = None
+    ) -> AppendResult: ...
+
+    def update_message(self, message: Message) -> None: ...
+
+    def delete_messages(self, message_ids: list[str]) -> None: ...
+
+    def clear_messages(self) -> None: ...
+
+    def add_compaction(self, summary: str, from_message_id: str, to_message_id: str) -> StoredCompaction: ...
+
+    def get_compactions(self) -> list[StoredCompaction]: ...
+
+
+class SearchableSessionProvider(SessionProvider, Protocol):
+    """A session provider that also offers full-text search over its messages."""
+
+    def search_messages(self, query: str, limit: int = 20) -> list[SearchResult]: ...
+
+
+def _has_callable(provider: object, name: str) -> bool:
+    return provider is not None and callable(getattr(provider, name, None))
+
+
+def is_writable_provider(provider: object) -> bool:
+    """True when the provider has a callable ``set``."""
+    return _has_callable(provider, "set")
+
+
+def is_skill_provider(provider: object) -> bool:
+    """True when the provider has a callable ``load``."""
+    return _has_callable(provider, "load")
+
+
+def is_search_provider(provider: object) -> bool:
+    """True when the provider has a callable ``search``."""
+    return _has_callable(provider, "search")
+
+
+__all__ = [
+    "ContextProvider",
+    "SearchProvider",
+    "SearchableSessionProvider",
+    "SessionProvider",
+    "SkillProvider",
+    "WritableContextProvider",
+    "is_search_provider",
+    "is_skill_provider",
+    "is_writable_provider",
+]

@@ -1,0 +1,105 @@
+"""Frozen records returned by the public API (snake_case versions of the reference's types).
+
+Messages themselves stay plain JSON dicts (``id, role, parts, createdAt?, metadata?``)
+so they round-trip unchanged with the AI SDK's ``UIMessage``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Message = dict[str, Any]
+"""A stored message: a JSON object with at least ``id`` (str), ``role`` (str) and ``parts`` (list)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    """What an append did: ``inserted`` is False when the id already existed (first write wins)."""
+
+    id: str
+    parent_id: str | None
+    inserted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ContextBlock:
+    """One context block as loaded from its provider."""
+
+    label: str
+    description: str | None
+    content: str
+    tokens: int
+    max_tokens: int | None
+    writable: bool
+    is_skill: bool
+    is_searchable: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    """One row of the session registry (the reference's ``assistant_sessions`` columns)."""
+
+    id: str
+    name: str
+    parent_session_id: str | None
+    model: str | None
+    source: str | None
+    input_tokens: int
+    output_tokens: int
+    estimated_cost: float
+    end_reason: str | None
+    created_at: str
+    updated_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoredCompaction:
+    """A compaction overlay row; overlays are applied at read time, originals are never deleted."""
+
+    id: str
+    summary: str
+    from_message_id: str
+    to_message_id: str
+    created_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class CompactResult:
+    """What a compaction function returns: the inclusive range it summarized, and the summary."""
+
+    from_message_id: str
+    to_message_id: str
+    summary: str
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """A full-text hit; ``content`` is the indexed text of the message, not its JSON."""
+
+    id: str
+    role: str
+    content: str
+    created_at: str
+    session_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class TokenCountInput:
+    """What a session token counter receives."""
+
+    messages: list[Message]
+    system_prompt: str
+    context_blocks: list[ContextBlock] = field(default_factory=list)
+
+
+__all__ = [
+    "AppendResult",
+    "CompactResult",
+    "ContextBlock",
+    "Message",
+    "SearchResult",
+    "SessionInfo",
+    "StoredCompaction",
+    "TokenCountInput",
+]
