@@ -1,0 +1,391 @@
+"""The context-block manager: loads blocks from their providers, guards writes, tracks skills.
+
+It also owns the system-prompt snapshot. The snapshot is deliberately sticky:
+writes change the blocks but not the prompt until someone refreshes it, so the
+LLM's prefix cache keeps hitting between turns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, TypeAlias, cast
+
+from threadloom.core.prompt import render_prompt
+from threadloom.errors import BlockLimitError, NotFoundError, ReadOnlyBlockError, ValidationError
+from threadloom.providers.protocols import is_search_provider, is_skill_provider, is_writable_provider
+from threadloom.records import ContextBlock
+from threadloom.tokens import estimate_string_tokens
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from threadloom.providers.protocols import (
+        ContextProvider,
+        SearchProvider,
+        SkillProvider,
+        WritableContextProvider,
+    )
+
+UnloadCallback: TypeAlias = Callable[[str, str], None]
+"""Called with ``(label, key)`` right after a skill is unloaded (the Session rewrites history)."""
+
+LoadedSkillsListener: TypeAlias = Callable[[set[str]], None]
+"""Called with a copy of the loaded-skill ids after every change, so they can be persisted."""
+
+
+@dataclass(frozen=True, slots=True)
+class ContextConfig:
+    """How one block is configured: its label, prompt metadata, budget and provider.
+
+    A block without a provider is empty and read-only (and so never rendered).
+    """
+
+    label: str
+    description: str | None = None
+    max_tokens: int | None = None
+    provider: ContextProvider | None = None
+
+
+def skill_id(label: str, key: str) -> str:
+    """The id a loaded skill is tracked under: ``"<label>:<key>"``."""
+    return f"{label}:{key}"
+
+
+def _provider_set(provider: object) -> Callable[..., object]:
+    # Only called after is_writable_provider(provider) was checked.
+    return cast("Callable[..., object]", getattr(provider, "set"))  # noqa: B009
+
+
+class ContextBlocks:
+    """Blocks of one session, in configuration order, plus the loaded-skill set and prompt snapshot.
+
+    Providers are detected by duck typing (``set`` = writable, ``load`` = skill,
+    ``search`` = searchable). Nothing is read from providers until :meth:`load`
+    (or a method that needs the blocks) runs.
+    """
+
+    def __init__(
+        self,
+        configs: Iterable[ContextConfig] = (),
+        prompt_store: WritableContextProvider | None = None,
+        *,
+        on_unload: UnloadCallback | None = None,
+        on_loaded_skills_changed: LoadedSkillsListener | None = None,
+    ) -> None:
+        self._configs: list[ContextConfig] = list(configs)
+        # Where the frozen prompt persists; None keeps it in memory only.
+        self.prompt_store = prompt_store
+        self.on_unload = on_unload
+        self.on_loaded_skills_changed = on_loaded_skills_changed
+        self._blocks: dict[str, ContextBlock] = {}
+        self._loaded = False
+        self._snapshot: str | None = None
+        # A dict rather than a set: iteration follows insertion order, as a JS Set does,
+        # so the unload_context description lists skills in the order they were loaded.
+        self._loaded_skills: dict[str, None] = {}
+
+    # -- configuration and loading ------------------------------------------------------------
+
+    @property
+    def configs(self) -> tuple[ContextConfig, ...]:
+        """The configured blocks, in order (duplicates included)."""
+        return tuple(self._configs)
+
+    @property
+    def is_loaded(self) -> bool:
+        """Whether the providers have been read since construction or the last refresh."""
+        return self._loaded
+
+    def _config(self, label: str) -> ContextConfig | None:
+        # With duplicate labels the first config wins for writes, as in the reference.
+        return next((config for config in self._configs if config.label == label), None)
+
+    def _provider(self, label: str) -> ContextProvider | None:
+        config = self._config(label)
+        return config.provider if config is not None else None
+
+    @staticmethod
+    def _read_block(config: ContextConfig) -> ContextBlock:
+        provider = config.provider
+        if provider is None:
+            return ContextBlock(
+                label=config.label,
+                description=config.description,
+                content="",
+                tokens=0,
+                max_tokens=config.max_tokens,
+                writable=False,
+                is_skill=False,
+                is_searchable=False,
+            )
+        init = getattr(provider, "init", None)
+        if callable(init):
+            init(config.label)
+        content = provider.get() or ""
+        return ContextBlock(
+            label=config.label,
+            description=config.description,
+            content=content,
+            tokens=estimate_string_tokens(content),
+            max_tokens=config.max_tokens,
+            writable=is_writable_provider(provider),
+            is_skill=is_skill_provider(provider),
+            is_searchable=is_search_provider(provider),
+        )
+
+    def load(self) -> None:
+        """Read every provider once (``init(label)`` then ``get()``), in configuration order.
+
+        A duplicated label keeps its first position but shows the last config's
+        content and flags. ``max_tokens`` is not enforced on what is read.
+        """
+        blocks: dict[str, ContextBlock] = {}
+        for config in self._configs:
+            blocks[config.label] = self._read_block(config)
+        self._blocks = blocks
+        self._loaded = True
+
+    def ensure_loaded(self) -> None:
+        """Load unless already loaded (so repeated calls never re-``init`` providers)."""
+        if not self._loaded:
+            self.load()
+
+    def get_block(self, label: str) -> ContextBlock | None:
+        """The block as currently held in memory; never loads (``None`` before the first load)."""
+        return self._blocks.get(label)
+
+    def get_blocks(self) -> list[ContextBlock]:
+        """All blocks in memory, in order; never loads (``[]`` before the first load)."""
+        return list(self._blocks.values())
+
+    def add_block(self, config: ContextConfig) -> ContextBlock:
+        """Add and load one more block at the end. The frozen prompt is left as it was."""
+        self.ensure_loaded()
+        if self._config(config.label) is not None or config.label in self._blocks:
+            raise ValidationError(f'Block "{config.label}" already exists')
+        block = self._read_block(config)
+        self._configs.append(config)
+        self._blocks[config.label] = block
+        return block
+
+    def remove_block(self, label: str) -> bool:
+        """Forget a block and its loaded skills; False if unknown.
+
+        History is not rewritten (no unload callback), matching the reference.
+        """
+        remaining = [config for config in self._configs if config.label != label]
+        if len(remaining) == len(self._configs):
+            return False
+        self._configs = remaining
+        self._blocks.pop(label, None)
+        prefix = f"{label}:"
+        self._replace_loaded_skills([sid for sid in self._loaded_skills if not sid.startswith(prefix)])
+        return True
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def set_block(self, label: str, content: str) -> ContextBlock:
+        """Replace a regular block's content, within its token budget, and persist it.
+
+        The provider is written first, so a failing write leaves memory unchanged.
+        """
+        self.ensure_loaded()
+        block = self._blocks.get(label)
+        if block is None or not block.writable:
+            raise ReadOnlyBlockError(f'Block "{label}" is readonly')
+        if block.is_skill or block.is_searchable:
+            raise ReadOnlyBlockError(
+                f'Block "{label}" is a keyed provider. Use setSkill() or setSearchEntry() instead.'
+            )
+        config = self._config(label)
+        tokens = estimate_string_tokens(content)
+        max_tokens = config.max_tokens if config is not None and config.max_tokens is not None else block.max_tokens
+        if max_tokens is not None and tokens > max_tokens:
+            raise BlockLimitError(f'Block "{label}" exceeds maxTokens: {tokens} > {max_tokens}')
+        provider = config.provider if config is not None else None
+        if is_writable_provider(provider):
+            _provider_set(provider)(content)
+        description = config.description if config is not None and config.description is not None else block.description
+        updated = ContextBlock(
+            label=label,
+            description=description,
+            content=content,
+            tokens=tokens,
+            max_tokens=max_tokens,
+            writable=True,
+            is_skill=False,
+            is_searchable=False,
+        )
+        self._blocks[label] = updated
+        return updated
+
+    def append_to_block(self, label: str, content: str) -> ContextBlock:
+        """Append to a regular block, adding a newline unless one is already there.
+
+        The budget applies to the combined text.
+        """
+        self.ensure_loaded()
+        block = self._blocks.get(label)
+        if block is None:
+            raise NotFoundError(f'Block "{label}" not found')
+        separator = "\n" if block.content and not content.startswith("\n") else ""
+        return self.set_block(label, block.content + separator + content)
+
+    def _keyed_provider(self, label: str, *, skill: bool) -> ContextProvider:
+        self.ensure_loaded()
+        provider = self._provider(label)
+        if skill and not is_skill_provider(provider):
+            raise ValidationError(f'Block "{label}" is not a skill provider')
+        if not skill and not is_search_provider(provider):
+            raise ValidationError(f'Block "{label}" is not a search provider')
+        if not is_writable_provider(provider):
+            raise ReadOnlyBlockError(f'Block "{label}" does not support writes')
+        return cast("ContextProvider", provider)
+
+    def _update_content(self, label: str, content: str) -> None:
+        block = self._blocks.get(label)
+        if block is not None:
+            self._blocks[label] = replace(block, content=content, tokens=estimate_string_tokens(content))
+
+    def set_skill(self, label: str, key: str, content: str, description: str | None = None) -> None:
+        """Store one skill document, then refresh the block's listing from the provider."""
+        provider = self._keyed_provider(label, skill=True)
+        _provider_set(provider)(key, content, description)
+        listing = provider.get()
+        if listing:  # an empty listing keeps the previous content, as the reference does
+            self._update_content(label, listing)
+
+    def set_search_entry(self, label: str, key: str, content: str) -> None:
+        """Index one entry, then refresh the block's summary from the provider."""
+        provider = self._keyed_provider(label, skill=False)
+        _provider_set(provider)(key, content)
+        self._update_content(label, provider.get() or "")
+
+    # -- skills and search ----------------------------------------------------------------------
+
+    def load_skill(self, label: str, key: str) -> str | None:
+        """Fetch a skill's body; only a found document (``""`` included) counts as loaded."""
+        self.ensure_loaded()
+        provider = self._provider(label)
+        if not is_skill_provider(provider):
+            raise ValidationError(f'Block "{label}" is not a skill provider')
+        content = cast("SkillProvider", provider).load(key)
+        if content is not None:
+            sid = skill_id(label, key)
+            if sid not in self._loaded_skills:
+                self._loaded_skills[sid] = None
+                self._notify_loaded_skills()
+        return content
+
+    def unload_skill(self, label: str, key: str) -> bool:
+        """Stop tracking a loaded skill and fire the unload callback; False if it was not loaded."""
+        sid = skill_id(label, key)
+        if sid not in self._loaded_skills:
+            return False
+        del self._loaded_skills[sid]
+        self._notify_loaded_skills()
+        if self.on_unload is not None:
+            self.on_unload(label, key)
+        return True
+
+    def loaded_skill_keys(self) -> set[str]:
+        """A copy of the loaded-skill ids (``"label:key"``); mutate through the methods only."""
+        return set(self._loaded_skills)
+
+    def loaded_skill_ids(self) -> list[str]:
+        """Loaded-skill ids in the order they were loaded."""
+        return list(self._loaded_skills)
+
+    def restore_loaded_skills(self, ids: Iterable[str], *, notify: bool = True) -> None:
+        """Replace the whole loaded-skill set (for example from persisted state).
+
+        Pass ``notify=False`` when the ids come from the store the listener writes to.
+        """
+        self._replace_loaded_skills(ids, notify=notify)
+
+    def clear_skill_state(self) -> None:
+        """Forget every loaded skill (used when the conversation is cleared)."""
+        self._replace_loaded_skills([])
+
+    def _replace_loaded_skills(self, ids: Iterable[str], *, notify: bool = True) -> None:
+        new = dict.fromkeys(ids)
+        if list(new) == list(self._loaded_skills):
+            return
+        self._loaded_skills = new
+        if notify:
+            self._notify_loaded_skills()
+
+    def _notify_loaded_skills(self) -> None:
+        if self.on_loaded_skills_changed is not None:
+            self.on_loaded_skills_changed(set(self._loaded_skills))
+
+    def search_context(self, label: str, query: str) -> str | None:
+        """Run the block's own search; ``None`` means no hits."""
+        self.ensure_loaded()
+        provider = self._provider(label)
+        if not is_search_provider(provider):
+            raise ValidationError(f'Block "{label}" is not a search provider')
+        return cast("SearchProvider", provider).search(query)
+
+    # -- system prompt ----------------------------------------------------------------------------
+
+    def to_system_prompt(self) -> str:
+        """The cached snapshot, rendering it the first time."""
+        if not self._loaded:
+            raise ValidationError("Context blocks not loaded. Call load() first.")
+        if self._snapshot is None:
+            self._snapshot = render_prompt(self._blocks.values())
+        return self._snapshot
+
+    def refresh_snapshot(self) -> str:
+        """Re-render from the blocks in memory (providers are not re-read) and cache it."""
+        self._snapshot = render_prompt(self._blocks.values())
+        return self._snapshot
+
+    def freeze_system_prompt(self) -> str:
+        """The prompt to send: the stored one if any, else render once and persist.
+
+        A stored ``""`` is a stored value. On a store hit nothing is loaded. When the
+        store offers ``set_if_absent(prompt) -> str`` it is used, so that the first
+        of several concurrent freezes wins and every caller returns the winner.
+        """
+        store = self.prompt_store
+        if store is not None:
+            stored = store.get()
+            if stored is not None:
+                return stored
+        self.ensure_loaded()
+        prompt = self.to_system_prompt()
+        if store is not None:
+            set_if_absent = getattr(store, "set_if_absent", None)
+            if callable(set_if_absent):
+                winner = set_if_absent(prompt)
+                if isinstance(winner, str) and winner != prompt:
+                    self._snapshot = prompt = winner
+            else:
+                store.set(prompt)
+        return prompt
+
+    def refresh_system_prompt(self) -> str:
+        """Re-read every provider (``init`` runs again), re-render, cache and persist."""
+        self._loaded = False
+        self.load()
+        prompt = self.refresh_snapshot()
+        if self.prompt_store is not None:
+            self.prompt_store.set(prompt)
+        return prompt
+
+    def system_prompt_for_estimate(self) -> str:
+        """The prompt as a token estimate should see it; never caches or persists anything."""
+        if self._snapshot is not None:
+            return self._snapshot
+        if self.prompt_store is not None:
+            stored = self.prompt_store.get()
+            if stored is not None:
+                return stored
+        self.ensure_loaded()
+        return render_prompt(self._blocks.values())
+
+
+__all__ = ["ContextBlocks", "ContextConfig", "LoadedSkillsListener", "UnloadCallback", "skill_id"]

@@ -1,0 +1,1 @@
+"""Tools offered to an LLM: context-block tools and cross-session search."""
