@@ -1,0 +1,77 @@
+"""Context-block contents, frozen prompts and loaded-skill state on SQL (shared by every backend)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from threadloom.storage.database import utc_now
+
+if TYPE_CHECKING:
+    from threadloom.storage.database import Database
+    from threadloom.storage.dialect import SqlDialect
+
+
+class SqlContextProvider:
+    """A writable block stored under ``key``; ``init(label)`` names an unkeyed provider after its block.
+
+    ``session_id`` marks the row as belonging to one session, so deleting the session
+    removes it (contract D12).
+    """
+
+    def __init__(self, database: Database, sql: type[SqlDialect], key: str = "", *, session_id: str | None = None):
+        self._database = database
+        self._sql = sql
+        self.key = key
+        self.session_id = session_id
+
+    def init(self, label: str) -> None:
+        if not self.key:
+            self.key = label
+
+    def get(self) -> str | None:
+        with self._database.read() as tx:
+            rows = tx.query(self._sql.get_block, {"key": self.key})
+        return rows[0][0] if rows else None
+
+    def set(self, content: str) -> None:
+        with self._database.write() as tx:
+            tx.execute(
+                self._sql.upsert_block, {"key": self.key, "sid": self.session_id, "content": content, "now": utc_now()}
+            )
+
+
+class SqlPromptStore(SqlContextProvider):
+    """The frozen system prompt of one session: the first freeze wins across processes."""
+
+    def set_if_absent(self, content: str) -> str:
+        """Store ``content`` unless a prompt is already stored; return whichever prompt is stored now."""
+        with self._database.write() as tx:
+            tx.execute(
+                self._sql.insert_block_if_absent,
+                {"key": self.key, "sid": self.session_id, "content": content, "now": utc_now()},
+            )
+            rows = tx.query(self._sql.get_block, {"key": self.key})
+        return str(rows[0][0]) if rows else content
+
+    def delete(self) -> None:
+        with self._database.write() as tx:
+            tx.execute(self._sql.delete_block, {"key": self.key})
+
+
+class SqlSkillState:
+    """The set of loaded skills (``"label:key"``) of one session, persisted (contract D7)."""
+
+    def __init__(self, database: Database, sql: type[SqlDialect], session_id: str) -> None:
+        self._database = database
+        self._sql = sql
+        self.session_id = session_id
+
+    def load(self) -> set[str]:
+        with self._database.read() as tx:
+            return {row[0] for row in tx.query(self._sql.get_loaded_skills, {"sid": self.session_id})}
+
+    def save(self, skill_ids: set[str]) -> None:
+        with self._database.write() as tx:
+            tx.execute(self._sql.clear_loaded_skills, {"sid": self.session_id})
+            for skill_id in sorted(skill_ids):
+                tx.execute(self._sql.add_loaded_skill, {"sid": self.session_id, "skill_id": skill_id})

@@ -1,0 +1,53 @@
+"""The two tiny interfaces a backend implements so the shared storage logic can run on it.
+
+Both SQLite and pg8000.native take ``:name`` parameters, so the shared code passes a
+dict of named parameters and each backend keeps its SQL text in one module.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from contextlib import AbstractContextManager
+
+Params = dict[str, Any]
+Row = tuple[Any, ...]
+
+
+class Executor(Protocol):
+    """Runs statements inside whatever transaction the surrounding context opened."""
+
+    def query(self, sql: str, params: Params | None = None) -> list[Row]: ...
+
+    def execute(self, sql: str, params: Params | None = None) -> None: ...
+
+
+class Database(Protocol):
+    """A connection (or connection factory) that hands out transactional executors."""
+
+    dialect: str
+
+    def read(self) -> AbstractContextManager[Executor]:
+        """A consistent read (a snapshot, where the backend offers one)."""
+        ...
+
+    def write(self) -> AbstractContextManager[Executor]:
+        """One write transaction; it commits when the block exits normally, else rolls back."""
+        ...
+
+
+def utc_now() -> str:
+    """Timestamps are ISO-8601 UTC with milliseconds, identical on every backend."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def to_timestamp_text(value: Any) -> str:
+    """Normalize a timestamp read back from a backend (``datetime`` or text) to the ISO form above."""
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        stamp: str = value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")
+        return stamp[:-3] + "Z"
+    return "" if value is None else f"{value}"

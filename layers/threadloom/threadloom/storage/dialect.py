@@ -1,0 +1,103 @@
+"""What a backend's SQL module provides: every statement the shared storage logic runs.
+
+Each backend subclasses :class:`SqlDialect` in its own ``sql.py`` and fills in the
+statements (named ``:param`` placeholders, never string formatting of values) plus two
+hooks for the only real difference: how text is indexed and how a search query is bound.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class SqlDialect:
+    """Statement catalogue; class attributes so a backend's SQL reads as one flat module."""
+
+    name: ClassVar[str]
+
+    create_migrations_table: ClassVar[str]
+
+    # Session head: the per-session lock row, latest leaf and insertion counter.
+    ensure_head: ClassVar[str]
+    lock_head: ClassVar[str]
+    set_head: ClassVar[str]
+    set_head_seq_only: ClassVar[str]
+    set_head_leaf_only: ClassVar[str]
+    get_head_leaf: ClassVar[str]
+    get_leaf_estimate: ClassVar[str]
+    find_latest_leaf: ClassVar[str]
+
+    # Messages.
+    get_message: ClassVar[str]
+    get_message_meta: ClassVar[str]
+    insert_message: ClassVar[str]
+    update_message: ClassVar[str]
+    delete_message: ClassVar[str]
+    get_children: ClassVar[str]
+    get_child_ids: ClassVar[str]
+    reparent_message: ClassVar[str]
+    set_estimate: ClassVar[str]
+    path_rows: ClassVar[str]
+    path_ids_up: ClassVar[str]
+    subtree: ClassVar[str]
+    clear_messages: ClassVar[str]
+    clear_head: ClassVar[str]
+
+    # Full-text index of messages (``unindex_*`` may be empty when the index lives in the row).
+    index_message: ClassVar[str]
+    unindex_message: ClassVar[str]
+    unindex_session: ClassVar[str]
+    search_session: ClassVar[str]
+    search_namespace: ClassVar[str]
+
+    # Compaction overlays.
+    get_compactions: ClassVar[str]
+    get_compaction_targets: ClassVar[str]
+    get_latest_compaction_id: ClassVar[str]
+    find_compaction_by_request: ClassVar[str]
+    insert_compaction: ClassVar[str]
+    compactions_touching: ClassVar[str]
+    delete_compaction: ClassVar[str]
+    clear_compactions: ClassVar[str]
+
+    # Context blocks and prompt store.
+    get_block: ClassVar[str]
+    upsert_block: ClassVar[str]
+    insert_block_if_absent: ClassVar[str]
+    delete_block: ClassVar[str]
+    delete_session_blocks: ClassVar[str]
+
+    # Searchable context entries.
+    count_entries: ClassVar[str]
+    upsert_entry: ClassVar[str]
+    unindex_entry: ClassVar[str]
+    index_entry: ClassVar[str]
+    search_entries: ClassVar[str]
+
+    # Loaded skills (contract D7).
+    get_loaded_skills: ClassVar[str]
+    clear_loaded_skills: ClassVar[str]
+    add_loaded_skill: ClassVar[str]
+
+    # Session registry (SessionManager).
+    insert_session: ClassVar[str]
+    get_session: ClassVar[str]
+    count_sessions: ClassVar[str]
+    list_sessions: ClassVar[str]
+    list_sessions_after: ClassVar[str]
+    rename_session: ClassVar[str]
+    touch_session: ClassVar[str]
+    add_usage: ClassVar[str]
+    end_session: ClassVar[str]
+    delete_session: ClassVar[str]
+    delete_head: ClassVar[str]
+
+    @classmethod
+    def index_params(cls, text: str) -> dict[str, Any]:
+        """Parameters that :attr:`index_message` / :attr:`index_entry` need besides ids."""
+        raise NotImplementedError
+
+    @classmethod
+    def match_param(cls, query: str) -> str | None:
+        """The bound search expression for a D5 query, or None when it has no searchable words."""
+        raise NotImplementedError

@@ -1,0 +1,158 @@
+"""The session registry behind SessionManager, on SQL: one namespace's named sessions."""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+from threadloom.errors import ValidationError
+from threadloom.records import SearchResult, SessionInfo
+from threadloom.storage.database import to_timestamp_text, utc_now
+
+if TYPE_CHECKING:
+    import builtins
+
+    from threadloom.storage.database import Database, Executor, Row
+    from threadloom.storage.dialect import SqlDialect
+
+NO_LIMIT = 2**62
+
+
+class SqlSessionRegistry:
+    """Lifecycle rows of the sessions in ``namespace``; every statement is scoped to it."""
+
+    def __init__(self, database: Database, sql: type[SqlDialect], namespace: str) -> None:
+        self._database = database
+        self._sql = sql
+        self.namespace = namespace
+
+    def create(
+        self,
+        name: str,
+        *,
+        parent_session_id: str | None = None,
+        model: str | None = None,
+        source: str | None = None,
+        session_id: str | None = None,
+    ) -> SessionInfo:
+        new_id = session_id or str(uuid.uuid4())
+        with self._database.write() as tx:
+            tx.execute(
+                self._sql.insert_session,
+                {
+                    "id": new_id,
+                    "namespace": self.namespace,
+                    "name": name,
+                    "parent_session_id": parent_session_id,
+                    "model": model,
+                    "source": source,
+                    "now": utc_now(),
+                },
+            )
+            return self._get(tx, new_id)  # type: ignore[return-value]
+
+    def get(self, session_id: str) -> SessionInfo | None:
+        with self._database.read() as tx:
+            return self._get(tx, session_id)
+
+    def _get(self, tx: Executor, session_id: str) -> SessionInfo | None:
+        rows = tx.query(self._sql.get_session, {"namespace": self.namespace, "id": session_id})
+        return _session_info(rows[0]) if rows else None
+
+    def list(self) -> builtins.list[SessionInfo]:
+        """Every session, newest activity first."""
+        return self.list_page(limit=None)[0]
+
+    def list_page(
+        self, *, limit: int | None, cursor: str | None = None
+    ) -> tuple[builtins.list[SessionInfo], str | None]:
+        """One page, newest activity first, and the opaque cursor of the next page (None at the end)."""
+        params: dict[str, object] = {"namespace": self.namespace, "limit": NO_LIMIT if limit is None else limit}
+        with self._database.read() as tx:
+            if cursor is None:
+                rows = tx.query(self._sql.list_sessions, params)
+            else:
+                after_seq, after_id = _parse_cursor(cursor)
+                rows = tx.query(self._sql.list_sessions_after, {**params, "after_seq": after_seq, "after_id": after_id})
+        next_cursor = f"{rows[-1][11]}:{rows[-1][0]}" if rows and limit is not None and len(rows) == limit else None
+        return [_session_info(row) for row in rows], next_cursor
+
+    def count(self) -> int:
+        with self._database.read() as tx:
+            return int(tx.query(self._sql.count_sessions, {"namespace": self.namespace})[0][0])
+
+    def _update(self, statement: str, session_id: str, **values: object) -> bool:
+        with self._database.write() as tx:
+            if self._get(tx, session_id) is None:
+                return False
+            tx.execute(statement, {"namespace": self.namespace, "id": session_id, "now": utc_now(), **values})
+        return True
+
+    def rename(self, session_id: str, name: str) -> bool:
+        return self._update(self._sql.rename_session, session_id, name=name)
+
+    def touch(self, session_id: str) -> bool:
+        return self._update(self._sql.touch_session, session_id)
+
+    def add_usage(self, session_id: str, input_tokens: int, output_tokens: int, cost: float) -> bool:
+        return self._update(
+            self._sql.add_usage, session_id, input_tokens=input_tokens, output_tokens=output_tokens, cost=cost
+        )
+
+    def end(self, session_id: str, reason: str) -> bool:
+        return self._update(self._sql.end_session, session_id, reason=reason)
+
+    def delete(self, session_id: str) -> bool:
+        """Erase the session and everything derived from it (contract D12), in one transaction."""
+        sid = {"sid": session_id}
+        with self._database.write() as tx:
+            if self._get(tx, session_id) is None:
+                return False
+            if self._sql.unindex_session:
+                tx.execute(self._sql.unindex_session, sid)
+            tx.execute(self._sql.clear_messages, sid)
+            tx.execute(self._sql.clear_compactions, sid)
+            tx.execute(self._sql.delete_head, sid)
+            tx.execute(self._sql.delete_session_blocks, sid)
+            tx.execute(self._sql.clear_loaded_skills, sid)
+            tx.execute(self._sql.delete_session, {"namespace": self.namespace, "id": session_id})
+        return True
+
+    def search(self, query: str, *, limit: int = 20) -> builtins.list[SearchResult]:
+        """D5 search across this namespace's sessions; every hit names its session (D6)."""
+        match = self._sql.match_param(query)
+        if match is None or limit <= 0:
+            return []
+        with self._database.read() as tx:
+            rows = tx.query(
+                self._sql.search_namespace, {"match": match, "namespace": self.namespace, "limit": int(limit)}
+            )
+        return [
+            SearchResult(
+                id=row[0], role=row[1], content=row[2] or "", created_at=to_timestamp_text(row[3]), session_id=row[4]
+            )
+            for row in rows
+        ]
+
+
+def _parse_cursor(cursor: str) -> tuple[int, str]:
+    seq, _, session_id = cursor.partition(":")
+    if not seq.isdigit() or not session_id:
+        raise ValidationError(f"Invalid cursor {cursor!r}")
+    return int(seq), session_id
+
+
+def _session_info(row: Row) -> SessionInfo:
+    return SessionInfo(
+        id=row[0],
+        name=row[1],
+        parent_session_id=row[2],
+        model=row[3],
+        source=row[4],
+        input_tokens=int(row[5]),
+        output_tokens=int(row[6]),
+        estimated_cost=float(row[7]),
+        end_reason=row[8],
+        created_at=to_timestamp_text(row[9]),
+        updated_at=to_timestamp_text(row[10]),
+    )

@@ -1,0 +1,59 @@
+"""Searchable context entries (the ``search_context`` tool's backing store) on SQL."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from threadloom.jscompat import js_trim
+from threadloom.storage.database import utc_now
+
+if TYPE_CHECKING:
+    from threadloom.storage.database import Database
+    from threadloom.storage.dialect import SqlDialect
+
+SEARCH_RESULT_LIMIT = 10
+
+
+class SqlSearchProvider:
+    """Keyed entries under a block label, searched with the D5 dialect.
+
+    ``scope`` separates tenants sharing one database; within a scope the index is
+    shared by every session, as in the reference.
+    """
+
+    def __init__(self, database: Database, sql: type[SqlDialect], *, scope: str = "") -> None:
+        self._database = database
+        self._sql = sql
+        self.scope = scope
+        self.label = ""
+
+    def init(self, label: str) -> None:
+        self.label = label
+
+    def _params(self) -> dict[str, str]:
+        return {"scope": self.scope, "label": self.label}
+
+    def get(self) -> str | None:
+        with self._database.read() as tx:
+            count = int(tx.query(self._sql.count_entries, self._params())[0][0])
+        return f"{count} entries indexed." if count else None
+
+    def search(self, query: str) -> str | None:
+        if not isinstance(query, str) or not js_trim(query):
+            return None
+        match = self._sql.match_param(query)
+        if match is None:
+            return None
+        with self._database.read() as tx:
+            rows = tx.query(self._sql.search_entries, {**self._params(), "match": match, "limit": SEARCH_RESULT_LIMIT})
+        if not rows:
+            return None
+        return "\n\n".join(f"[{key}]\n{content}" for key, content in rows)
+
+    def set(self, key: str, content: str) -> None:
+        params = {**self._params(), "key": key}
+        with self._database.write() as tx:
+            if self._sql.unindex_entry:
+                tx.execute(self._sql.unindex_entry, params)
+            tx.execute(self._sql.upsert_entry, {**params, "content": content, "now": utc_now()})
+            tx.execute(self._sql.index_entry, {**params, **self._sql.index_params(content)})

@@ -1,0 +1,474 @@
+"""The message tree on SQL, written once for every backend.
+
+Design points (see contract §3 and §4):
+
+- Every session has a head row. An append locks it inside its transaction, so
+  concurrent appends without a parent form one chain (each sees the leaf left by
+  the previous commit) and appends to other sessions are not blocked.
+- The head row caches the latest leaf. A newly inserted message is by definition
+  the most recently inserted childless one, so appends keep it exact in O(1);
+  only deletes fall back to a scan.
+- Each row stores its depth and ``path_tokens``, the token estimate of the
+  history ending at it (overlays applied). Appends compute both from the parent
+  row, so path length and the auto-compaction estimate never read the history.
+  Operations that change a subtree (overlays, updates, deletes) recompute that
+  subtree only.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from threadloom.compaction.overlays import apply_compactions
+from threadloom.core.messages import parse_stored_message, serialize_message, validate_message
+from threadloom.errors import ConflictError, NotFoundError, ValidationError
+from threadloom.records import OMITTED, AppendResult, Message, Omitted, SearchResult, StoredCompaction
+from threadloom.search import searchable_text
+from threadloom.storage.database import to_timestamp_text, utc_now
+from threadloom.tokens import estimate_message_tokens, estimate_single_message_tokens
+
+if TYPE_CHECKING:
+    from threadloom.storage.database import Database, Executor, Row
+    from threadloom.storage.dialect import SqlDialect
+
+
+class SqlSessionProvider:
+    """Session storage for one session id on a SQL backend (SQLite or PostgreSQL)."""
+
+    def __init__(self, database: Database, sql: type[SqlDialect], session_id: str) -> None:
+        self._database = database
+        self._sql = sql
+        self.session_id = session_id
+
+    def _params(self, **values: Any) -> dict[str, Any]:
+        return {"sid": self.session_id, **values}
+
+    # ------------------------------------------------------------------ reads
+
+    def get_message(self, message_id: str) -> Message | None:
+        with self._database.read() as tx:
+            rows = tx.query(self._sql.get_message, self._params(id=message_id))
+        return parse_stored_message(rows[0][0]) if rows else None
+
+    def get_latest_leaf_id(self) -> str | None:
+        with self._database.read() as tx:
+            rows = tx.query(self._sql.get_head_leaf, self._params())
+        return rows[0][0] if rows else None
+
+    def get_latest_leaf(self) -> Message | None:
+        with self._database.read() as tx:
+            rows = tx.query(self._sql.get_head_leaf, self._params())
+            if not rows or rows[0][0] is None:
+                return None
+            content = tx.query(self._sql.get_message, self._params(id=rows[0][0]))
+        return parse_stored_message(content[0][0]) if content else None
+
+    def get_history(self, leaf_id: str | None = None) -> list[Message]:
+        with self._database.read() as tx:
+            return self._history(tx, leaf_id)
+
+    def get_raw_path(self, leaf_id: str | None = None) -> list[Message]:
+        """The path root→leaf without overlays (what the compaction worker and skill scans need)."""
+        with self._database.read() as tx:
+            leaf = self._resolve_leaf(tx, leaf_id)
+            return self._path_messages(tx, leaf) if leaf else []
+
+    def get_branches(self, message_id: str) -> list[Message]:
+        with self._database.read() as tx:
+            rows = tx.query(self._sql.get_children, self._params(id=message_id))
+        return [message for (content,) in rows if (message := parse_stored_message(content)) is not None]
+
+    def get_path_length(self, leaf_id: str | None = None) -> int:
+        """Raw number of rows root→leaf (overlays ignored, as in the reference); O(1) via the stored depth."""
+        with self._database.read() as tx:
+            leaf = self._resolve_leaf(tx, leaf_id)
+            if leaf is None:
+                return 0
+            meta = tx.query(self._sql.get_message_meta, self._params(id=leaf))
+        return int(meta[0][1]) + 1 if meta else 0
+
+    def get_token_estimate(self, leaf_id: str | None = None) -> int:
+        """Heuristic tokens of ``get_history(leaf_id)`` (overlays applied), read from one row."""
+        with self._database.read() as tx:
+            if leaf_id is None:
+                rows = tx.query(self._sql.get_leaf_estimate, self._params())
+            else:
+                meta = tx.query(self._sql.get_message_meta, self._params(id=leaf_id))
+                rows = [(meta[0][3],)] if meta else []
+        return int(rows[0][0]) if rows else 0
+
+    def get_compactions(self) -> list[StoredCompaction]:
+        with self._database.read() as tx:
+            return self._compactions(tx)
+
+    def get_latest_compaction_id(self) -> str | None:
+        with self._database.read() as tx:
+            rows = tx.query(self._sql.get_latest_compaction_id, self._params())
+        return rows[0][0] if rows else None
+
+    def search_messages(self, query: str, limit: int = 20) -> list[SearchResult]:
+        """D5 search within this session; a query without searchable words returns []."""
+        match = self._sql.match_param(query)
+        if match is None or limit <= 0:
+            return []
+        with self._database.read() as tx:
+            rows = tx.query(self._sql.search_session, self._params(match=match, limit=int(limit)))
+        return [_search_result(row) for row in rows]
+
+    # ----------------------------------------------------------------- writes
+
+    def append_message(
+        self,
+        message: Message,
+        parent_id: str | Omitted | None = OMITTED,
+        *,
+        expected_leaf_id: str | None = None,
+    ) -> AppendResult:
+        """Insert ``message`` under the head lock; a message id already stored is a no-op (first write wins)."""
+        prepared = _PreparedMessage(message)
+        with self._database.write() as tx:
+            leaf_id, next_seq = self._lock_head(tx)
+            targets = self._compaction_targets(tx)
+            result = self._insert(
+                tx,
+                prepared,
+                parent_id,
+                leaf_id=leaf_id,
+                seq=next_seq,
+                targets=targets,
+                expected_leaf_id=expected_leaf_id,
+            )
+            if result.inserted:
+                tx.execute(self._sql.set_head, self._params(leaf=result.id, next_seq=next_seq + 1))
+        return result
+
+    def append_chain(
+        self, messages: list[Message], parent_id: str | Omitted | None = OMITTED
+    ) -> tuple[str | None, bool]:
+        """Append ``messages`` as one chain in one transaction (all or nothing).
+
+        The first message takes ``parent_id`` (omitted: the latest leaf, D10); each
+        next one hangs under the previous. Returns the last id and whether anything
+        was inserted; an id already stored is skipped but still chains, as in the reference.
+        """
+        prepared = [_PreparedMessage(message) for message in messages]
+        last: str | None = None if isinstance(parent_id, Omitted) else parent_id
+        inserted_any = False
+        with self._database.write() as tx:
+            leaf_id, next_seq = self._lock_head(tx)
+            targets = self._compaction_targets(tx)
+            parent: str | Omitted | None = parent_id
+            for item in prepared:
+                result = self._insert(
+                    tx, item, parent, leaf_id=leaf_id, seq=next_seq, targets=targets, expected_leaf_id=None
+                )
+                if result.inserted:
+                    leaf_id, next_seq, inserted_any = result.id, next_seq + 1, True
+                parent = last = result.id
+            if inserted_any:
+                tx.execute(self._sql.set_head, self._params(leaf=leaf_id, next_seq=next_seq))
+        return last, inserted_any
+
+    def _insert(
+        self,
+        tx: Executor,
+        prepared: _PreparedMessage,
+        parent_id: str | Omitted | None,
+        *,
+        leaf_id: str | None,
+        seq: int,
+        targets: set[str],
+        expected_leaf_id: str | None,
+    ) -> AppendResult:
+        message_id = prepared.id
+        existing = tx.query(self._sql.get_message_meta, self._params(id=message_id))
+        if existing:
+            return AppendResult(id=message_id, parent_id=existing[0][0], inserted=False)
+        if expected_leaf_id is not None and expected_leaf_id != leaf_id:
+            raise ConflictError(
+                f"Expected the latest leaf to be {expected_leaf_id!r} but it is {leaf_id!r}; reload and retry"
+            )
+        parent = leaf_id if isinstance(parent_id, Omitted) else (parent_id or None)
+        depth, path_tokens = 0, prepared.tokens
+        if parent is not None:
+            parent_meta = tx.query(self._sql.get_message_meta, self._params(id=parent))
+            if not parent_meta:
+                raise NotFoundError(f"Parent message {parent!r} not found in session {self.session_id!r}")
+            depth, path_tokens = int(parent_meta[0][1]) + 1, int(parent_meta[0][3]) + prepared.tokens
+        tx.execute(
+            self._sql.insert_message,
+            self._params(
+                id=message_id,
+                seq=seq,
+                parent_id=parent,
+                role=prepared.role,
+                content=prepared.content,
+                depth=depth,
+                tokens=prepared.tokens,
+                path_tokens=path_tokens,
+                created_at=utc_now(),
+            ),
+        )
+        tx.execute(self._sql.index_message, self._params(id=message_id, **self._sql.index_params(prepared.text)))
+        if message_id in targets:
+            self._recompute_subtrees(tx, [message_id])
+        return AppendResult(id=message_id, parent_id=parent, inserted=True)
+
+    def update_message(self, message: Message) -> None:
+        """Replace a stored message's content (matched by id); an unknown id raises :class:`NotFoundError`."""
+        validate_message(message)
+        content = serialize_message(message)
+        text = searchable_text(message)
+        with self._database.write() as tx:
+            self._lock_head(tx)
+            meta = tx.query(self._sql.get_message_meta, self._params(id=message["id"]))
+            if not meta:
+                raise NotFoundError(f"Message {message['id']!r} not found in session {self.session_id!r}")
+            tokens = estimate_single_message_tokens(message)
+            if self._sql.unindex_message:
+                tx.execute(self._sql.unindex_message, self._params(id=message["id"]))
+            tx.execute(
+                self._sql.update_message,
+                self._params(id=message["id"], role=message["role"], content=content, tokens=tokens),
+            )
+            tx.execute(self._sql.index_message, self._params(id=message["id"], **self._sql.index_params(text)))
+            if tokens != int(meta[0][2]):
+                self._recompute_subtrees(tx, [message["id"]])
+
+    def delete_messages(self, message_ids: list[str]) -> None:
+        """Delete messages; children move to the nearest surviving ancestor and broken overlays go (D4)."""
+        doomed = {message_id for message_id in message_ids if isinstance(message_id, str)}
+        if not doomed:
+            return
+        with self._database.write() as tx:
+            self._lock_head(tx)
+            parents: dict[str, str | None] = {}
+            for message_id in doomed:
+                meta = tx.query(self._sql.get_message_meta, self._params(id=message_id))
+                if meta:
+                    parents[message_id] = meta[0][0]
+            if not parents:
+                return
+
+            def surviving_ancestor(message_id: str) -> str | None:
+                ancestor = parents[message_id]
+                while ancestor is not None and ancestor in parents:
+                    ancestor = parents[ancestor]
+                return ancestor
+
+            moved: list[str] = []
+            for message_id in parents:
+                for (child,) in tx.query(self._sql.get_child_ids, self._params(id=message_id)):
+                    if child not in parents:
+                        tx.execute(
+                            self._sql.reparent_message,
+                            self._params(id=child, parent_id=surviving_ancestor(message_id)),
+                        )
+                        moved.append(child)
+            affected = set(moved)
+            for message_id in parents:
+                for compaction_id, from_id, to_id in tx.query(
+                    self._sql.compactions_touching, self._params(id=message_id)
+                ):
+                    tx.execute(self._sql.delete_compaction, self._params(id=compaction_id))
+                    affected.update(node for node in (from_id, to_id) if node not in parents)
+                if self._sql.unindex_message:
+                    tx.execute(self._sql.unindex_message, self._params(id=message_id))
+                tx.execute(self._sql.delete_message, self._params(id=message_id))
+            self._recompute_subtrees(tx, sorted(affected))
+            self._rescan_leaf(tx)
+
+    def clear_messages(self) -> None:
+        """Remove every message, index row and overlay of the session."""
+        with self._database.write() as tx:
+            self._lock_head(tx)
+            if self._sql.unindex_session:
+                tx.execute(self._sql.unindex_session, self._params())
+            tx.execute(self._sql.clear_messages, self._params())
+            tx.execute(self._sql.clear_compactions, self._params())
+            tx.execute(self._sql.clear_head, self._params())
+
+    def add_compaction(
+        self,
+        summary: str,
+        from_message_id: str,
+        to_message_id: str,
+        *,
+        request_key: str | None = None,
+        fence: CompactionFence | None = None,
+    ) -> StoredCompaction:
+        """Store an overlay. With a ``fence`` it commits only if the snapshot it was computed from still holds.
+
+        A ``request_key`` already used in this session returns the overlay stored then
+        (a redelivered compaction request changes nothing).
+        """
+        if not isinstance(summary, str) or not isinstance(from_message_id, str) or not isinstance(to_message_id, str):
+            raise ValidationError("A compaction needs a string summary, from_message_id and to_message_id")
+        with self._database.write() as tx:
+            _, next_seq = self._lock_head(tx)
+            if request_key is not None:
+                rows = tx.query(self._sql.find_compaction_by_request, self._params(request_key=request_key))
+                if rows:
+                    return _stored_compaction(rows[0])
+            if fence is not None:
+                self._check_fence(tx, fence, from_message_id, to_message_id)
+            stored = StoredCompaction(
+                id=str(uuid.uuid4()),
+                summary=summary,
+                from_message_id=from_message_id,
+                to_message_id=to_message_id,
+                created_at=utc_now(),
+            )
+            tx.execute(
+                self._sql.insert_compaction,
+                self._params(
+                    id=stored.id,
+                    seq=next_seq,
+                    summary=summary,
+                    from_id=from_message_id,
+                    to_id=to_message_id,
+                    request_key=request_key,
+                    created_at=stored.created_at,
+                ),
+            )
+            tx.execute(self._sql.set_head_seq_only, self._params(next_seq=next_seq + 1))
+            if tx.query(self._sql.get_message_meta, self._params(id=to_message_id)):
+                self._recompute_subtrees(tx, [to_message_id])
+        return stored
+
+    # ---------------------------------------------------------------- helpers
+
+    def _lock_head(self, tx: Executor) -> tuple[str | None, int]:
+        tx.execute(self._sql.ensure_head, self._params())
+        row = tx.query(self._sql.lock_head, self._params())[0]
+        return row[0], int(row[1])
+
+    def _resolve_leaf(self, tx: Executor, leaf_id: str | None) -> str | None:
+        if leaf_id:
+            return leaf_id if tx.query(self._sql.get_message_meta, self._params(id=leaf_id)) else None
+        rows = tx.query(self._sql.get_head_leaf, self._params())
+        return rows[0][0] if rows else None
+
+    def _path_messages(self, tx: Executor, leaf_id: str) -> list[Message]:
+        rows = tx.query(self._sql.path_rows, self._params(leaf=leaf_id))
+        return [message for (_, content) in rows if (message := parse_stored_message(content)) is not None]
+
+    def _history(self, tx: Executor, leaf_id: str | None) -> list[Message]:
+        leaf = self._resolve_leaf(tx, leaf_id)
+        if leaf is None:
+            return []
+        messages = self._path_messages(tx, leaf)
+        compactions = self._compactions(tx)
+        return apply_compactions(messages, compactions) if compactions else messages
+
+    def _compactions(self, tx: Executor) -> list[StoredCompaction]:
+        return [_stored_compaction(row) for row in tx.query(self._sql.get_compactions, self._params())]
+
+    def _compaction_targets(self, tx: Executor) -> set[str]:
+        return {row[0] for row in tx.query(self._sql.get_compaction_targets, self._params())}
+
+    def _is_ancestor_or_self(self, tx: Executor, ancestor: str, descendant: str) -> bool:
+        ancestor_meta = tx.query(self._sql.get_message_meta, self._params(id=ancestor))
+        descendant_meta = tx.query(self._sql.get_message_meta, self._params(id=descendant))
+        if not ancestor_meta or not descendant_meta:
+            return False
+        steps = int(descendant_meta[0][1]) - int(ancestor_meta[0][1])
+        if steps < 0:
+            return False
+        walk = tx.query(self._sql.path_ids_up, self._params(start=descendant, max_steps=steps))
+        return len(walk) == steps + 1 and walk[-1][0] == ancestor
+
+    def _check_fence(self, tx: Executor, fence: CompactionFence, from_id: str, to_id: str) -> None:
+        latest = tx.query(self._sql.get_latest_compaction_id, self._params())
+        if (latest[0][0] if latest else None) != fence.latest_compaction_id:
+            raise ConflictError("Another compaction committed since this one read the history")
+        if not self._is_ancestor_or_self(tx, to_id, fence.leaf_id):
+            raise ConflictError(f"Message {to_id!r} is no longer on the compacted branch")
+        if not self._is_ancestor_or_self(tx, from_id, to_id):
+            raise ConflictError(f"Message {from_id!r} is not an ancestor of {to_id!r}")
+
+    def _rescan_leaf(self, tx: Executor) -> None:
+        rows = tx.query(self._sql.find_latest_leaf, self._params())
+        tx.execute(self._sql.set_head_leaf_only, self._params(leaf=rows[0][0] if rows else None))
+
+    def _recompute_subtrees(self, tx: Executor, roots: list[str]) -> None:
+        """Recompute depth and path_tokens below ``roots`` after the tree or an overlay changed.
+
+        A node's estimate is its parent's plus its own tokens, unless it is the end of
+        some overlay; only then is its history rebuilt and measured.
+        """
+        targets = self._compaction_targets(tx)
+        done: set[str] = set()
+        depth_of: dict[str, int] = {}
+        for root in roots:
+            meta = tx.query(self._sql.get_message_meta, self._params(id=root))
+            if meta:
+                depth_of[root] = int(meta[0][1])
+        # Ancestors first: a descendant root is then recomputed inside its ancestor's pass.
+        for root in sorted(depth_of, key=depth_of.__getitem__):
+            if root in done:
+                continue
+            computed: dict[str, tuple[int, int]] = {}
+            for node, parent, tokens in tx.query(self._sql.subtree, self._params(root=root)):
+                if node in done:
+                    continue
+                base: tuple[int, int] = (-1, 0)
+                if parent is not None:
+                    known = computed.get(parent)
+                    if known is None:
+                        parent_meta = tx.query(self._sql.get_message_meta, self._params(id=parent))
+                        known = (int(parent_meta[0][1]), int(parent_meta[0][3])) if parent_meta else (-1, 0)
+                    base = known
+                depth = base[0] + 1
+                if node in targets:
+                    path_tokens = estimate_message_tokens(self._history(tx, node))
+                else:
+                    path_tokens = base[1] + int(tokens)
+                computed[node] = (depth, path_tokens)
+                tx.execute(self._sql.set_estimate, self._params(id=node, depth=depth, path_tokens=path_tokens))
+                done.add(node)
+
+
+class _PreparedMessage:
+    """A validated message with everything computed outside the transaction (keeps lock time short)."""
+
+    __slots__ = ("content", "id", "role", "text", "tokens")
+
+    def __init__(self, message: Message) -> None:
+        validate_message(message)
+        self.id: str = message["id"]
+        self.role: str = message["role"]
+        self.content = serialize_message(message)
+        self.tokens = estimate_single_message_tokens(message)
+        self.text = searchable_text(message)
+
+
+class CompactionFence:
+    """What a compaction saw when it read the history: it commits only if both still hold."""
+
+    __slots__ = ("latest_compaction_id", "leaf_id")
+
+    def __init__(self, leaf_id: str, latest_compaction_id: str | None) -> None:
+        self.leaf_id = leaf_id
+        self.latest_compaction_id = latest_compaction_id
+
+
+def _stored_compaction(row: Row) -> StoredCompaction:
+    return StoredCompaction(
+        id=row[0],
+        summary=row[1],
+        from_message_id=row[2],
+        to_message_id=row[3],
+        created_at=to_timestamp_text(row[4]),
+    )
+
+
+def _search_result(row: Row) -> SearchResult:
+    return SearchResult(
+        id=row[0],
+        role=row[1],
+        content=row[2] or "",
+        created_at=to_timestamp_text(row[3]),
+        session_id=row[4],
+    )
