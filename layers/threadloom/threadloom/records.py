@@ -6,11 +6,22 @@ so they round-trip unchanged with the AI SDK's ``UIMessage``.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 Message = dict[str, Any]
 """A stored message: a JSON object with at least ``id`` (str), ``role`` (str) and ``parts`` (list)."""
+
+
+class Omitted(enum.Enum):
+    """Marks an argument the caller left out, which differs from an explicit ``None``."""
+
+    OMITTED = "omitted"
+
+
+OMITTED: Final = Omitted.OMITTED
+"""Default of ``parent_id``: attach to the latest leaf (``None`` means a new root)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,10 +105,12 @@ class TokenCountInput:
 
 
 __all__ = [
+    "OMITTED",
     "AppendResult",
     "CompactResult",
     "ContextBlock",
     "Message",
+    "Omitted",
     "SearchResult",
     "SessionInfo",
     "StoredCompaction",

@@ -50,7 +50,9 @@ def estimate_part_tokens(part: Mapping[str, Any]) -> int:
         return _estimate_unknown(part.get("reasoning") if text is None else text)
     if is_tool_part_type(part_type):
         output = part.get("output")
-        return _estimate_unknown(part.get("input")) + _estimate_unknown(part.get("result") if output is None else output)
+        return _estimate_unknown(part.get("input")) + _estimate_unknown(
+            part.get("result") if output is None else output
+        )
     if "text" in part:
         return _estimate_unknown(part["text"])
     if "result" in part:

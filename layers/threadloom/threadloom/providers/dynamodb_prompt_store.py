@@ -124,6 +124,10 @@ class DynamoDBPromptStore:
         except (ClientError, BotoCoreError) as exc:
             raise self._translate(exc, "store the system prompt") from exc
 
+    def set_if_absent(self, content: str) -> str:
+        """The name ContextBlocks looks for: the first freeze wins across concurrent invocations."""
+        return self.freeze(content)
+
     def freeze(self, content: str) -> str:
         """Store ``content`` unless a prompt is already stored; return whichever prompt is stored afterwards.
 

@@ -1,0 +1,1 @@
+"""Session semantics that do not depend on where data is stored."""

@@ -1,0 +1,61 @@
+"""Status and error events (contract §5), and the automatic-compaction error path (D8)."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+logger = logging.getLogger(__name__)
+
+
+class EventEmitter:
+    """Delivers events to listeners; a failing listener is logged, never propagated into a write."""
+
+    def __init__(self) -> None:
+        self._listeners: list[Callable[[dict[str, Any]], Any]] = []
+        self.error_handler: Callable[[BaseException], Any] | None = None
+
+    @property
+    def has_listeners(self) -> bool:
+        return bool(self._listeners)
+
+    def add_listener(self, listener: Callable[[dict[str, Any]], Any]) -> None:
+        self._listeners.append(listener)
+
+    def _emit(self, event: dict[str, Any]) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(event)
+            except Exception:
+                logger.exception("Session event listener failed")
+
+    def emit_status(
+        self, phase: str, token_estimate: int, token_threshold: int | None, compacted: dict[str, int] | None = None
+    ) -> None:
+        event: dict[str, Any] = {
+            "type": "session_status",
+            "phase": phase,
+            "tokenEstimate": token_estimate,
+            "tokenThreshold": token_threshold,
+        }
+        if compacted is not None:
+            event["compacted"] = compacted
+        self._emit(event)
+
+    def emit_error(self, message: str) -> None:
+        self._emit({"type": "session_error", "error": message})
+
+    def report_auto_error(self, error: BaseException) -> None:
+        """Give an automatic-compaction failure to the handler (or the log) and broadcast it."""
+        handler = self.error_handler
+        if handler is not None:
+            try:
+                handler(error)
+            except Exception as handler_error:
+                logger.warning("Session auto-compaction error handler failed: %s", handler_error)
+        else:
+            logger.warning("Session auto-compaction failed: %s", error)
+        self.emit_error(str(error))

@@ -1,0 +1,351 @@
+"""``SessionManager``: a namespace of named sessions sharing one configuration.
+
+Everything the manager does is scoped to its namespace (a tenant, in the HTTP
+app): a session id from another namespace is treated as unknown, and cross-session
+search only sees this namespace's sessions (contract D6).
+"""
+
+from __future__ import annotations
+
+import math
+import uuid
+from typing import TYPE_CHECKING, Any, overload
+
+from threadloom.core.session import Session
+from threadloom.errors import NotFoundError, ValidationError
+from threadloom.records import OMITTED, Omitted
+from threadloom.tools.session_search import build_session_search_tool, format_history_results
+
+if TYPE_CHECKING:
+    import builtins
+    from collections.abc import Callable
+
+    from threadloom.compaction.function import CompactFunction
+    from threadloom.compaction.queue import CompactionQueue
+    from threadloom.providers.protocols import ContextProvider, WritableContextProvider
+    from threadloom.records import Message, SearchResult, SessionInfo, StoredCompaction, TokenCountInput
+    from threadloom.tools.base import Tool
+
+HISTORY_BLOCK_DESCRIPTION = "Cross-session conversation history"
+SPLIT_SEED_PREFIX = "[Context from previous session]"
+HISTORY_SEARCH_LIMIT = 10
+
+
+class _CreateDescriptor:
+    """Lets ``create`` be the builder on the class and the session factory on an instance, as in the reference."""
+
+    @overload
+    def __get__(self, instance: None, owner: type[SessionManager]) -> Callable[..., SessionManager]: ...
+
+    @overload
+    def __get__(self, instance: SessionManager, owner: type[SessionManager]) -> Callable[..., SessionInfo]: ...
+
+    def __get__(
+        self, instance: SessionManager | None, owner: type[SessionManager]
+    ) -> Callable[..., SessionManager] | Callable[..., SessionInfo]:
+        if instance is None:
+            return lambda store, *, namespace="default": owner(store, namespace=namespace)
+        return instance.create_session
+
+
+class SearchableHistory:
+    """A read-only searchable block over the manager's sessions (``with_searchable_history``)."""
+
+    def __init__(self, manager: SessionManager) -> None:
+        self._manager = manager
+
+    def get(self) -> str | None:
+        count = self._manager.count()
+        if count == 0:
+            return None
+        return f"{count} session available for search." if count == 1 else f"{count} sessions available for search."
+
+    def search(self, query: str) -> str | None:
+        return format_history_results(self._manager.search(query, limit=HISTORY_SEARCH_LIMIT))
+
+
+class SessionManager:
+    """Create, list, fork, split and search the sessions of one namespace.
+
+    Examples
+    --------
+    >>> manager = SessionManager.create(SqliteStore("app.db"), namespace="tenant-a").with_context(
+    ...     "memory", description="Learned facts", max_tokens=1100
+    ... )
+    >>> info = manager.create("My chat")
+    >>> manager.append(info.id, {"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hi"}]})
+    'm1'
+    """
+
+    def __init__(self, store: Any, *, namespace: str = "default") -> None:
+        if not callable(getattr(store, "registry", None)):
+            raise ValidationError("SessionManager needs a store (SqliteStore or PostgresStore)")
+        if not isinstance(namespace, str) or not namespace:
+            raise ValidationError("namespace must be a non-empty string")
+        self.store = store
+        self.namespace = namespace
+        self._registry = store.registry(namespace)
+        self._contexts: builtins.list[tuple[str, dict[str, Any]]] = []
+        self._cached_prompt: WritableContextProvider | bool = False
+        self._compaction_fn: CompactFunction | None = None
+        self._threshold: int | None = None
+        self._token_counter: Callable[[TokenCountInput], float] | None = None
+        self._error_handler: Callable[[BaseException], Any] | None = None
+        self._event_listeners: builtins.list[Callable[[dict[str, Any]], Any]] = []
+        self._history_label: str | None = None
+        self._queue: CompactionQueue | None = None
+        self._sessions: dict[str, Session] = {}
+
+    # ---------------------------------------------------------------- builder
+
+    create = _CreateDescriptor()
+    """``SessionManager.create(store, namespace=...)`` builds a manager; ``manager.create(name)`` a session."""
+
+    def with_context(
+        self,
+        label: str,
+        *,
+        description: str | None = None,
+        max_tokens: int | None = None,
+        provider: ContextProvider | None = None,
+    ) -> SessionManager:
+        """A block template for every session; auto-wired blocks get per-session keys (``<label>_<id>``)."""
+        self._contexts.append((label, {"description": description, "max_tokens": max_tokens, "provider": provider}))
+        return self
+
+    def with_cached_prompt(self, provider: WritableContextProvider | None = None) -> SessionManager:
+        self._cached_prompt = provider if provider is not None else True
+        return self
+
+    def on_compaction(self, fn: CompactFunction) -> SessionManager:
+        self._compaction_fn = fn
+        return self
+
+    def compact_after(
+        self, threshold: int, *, token_counter: Callable[[TokenCountInput], float] | None = None
+    ) -> SessionManager:
+        self._threshold = threshold
+        if token_counter:
+            self._token_counter = token_counter
+        return self
+
+    def on_compaction_error(self, handler: Callable[[BaseException], Any]) -> SessionManager:
+        self._error_handler = handler
+        return self
+
+    def on_event(self, callback: Callable[[dict[str, Any]], Any]) -> SessionManager:
+        self._event_listeners.append(callback)
+        return self
+
+    def with_searchable_history(self, label: str) -> SessionManager:
+        """Give every session a searchable block over all of this namespace's sessions."""
+        self._history_label = label
+        return self
+
+    def with_compaction_queue(self, queue: CompactionQueue) -> SessionManager:
+        self._queue = queue
+        return self
+
+    # --------------------------------------------------------------- sessions
+
+    def get_session(self, session_id: str) -> Session:
+        """The configured Session for ``session_id`` (cached for the manager's lifetime)."""
+        cached = self._sessions.get(session_id)
+        if cached is not None:
+            return cached
+        session = Session.create(self.store).for_session(session_id).in_namespace(self.namespace)
+        for label, options in self._contexts:
+            session.with_context(label, **options)
+        if self._cached_prompt is True:
+            session.with_cached_prompt()
+        elif self._cached_prompt is not False:
+            session.with_cached_prompt(self._cached_prompt)
+        if self._history_label is not None:
+            session.with_context(
+                self._history_label, description=HISTORY_BLOCK_DESCRIPTION, provider=SearchableHistory(self)
+            )
+        if self._compaction_fn is not None:
+            session.on_compaction(self._compaction_fn)
+        if self._threshold is not None:
+            session.compact_after(self._threshold, token_counter=self._token_counter)
+        if self._error_handler is not None:
+            session.on_compaction_error(self._error_handler)
+        for listener in self._event_listeners:
+            session.on_event(listener)
+        if self._queue is not None:
+            session.with_compaction_queue(self._queue)
+        self._sessions[session_id] = session
+        return session
+
+    def _require(self, session_id: str) -> SessionInfo:
+        info = self._registry.get(session_id) if isinstance(session_id, str) else None
+        if info is None:
+            raise NotFoundError(f"Session {session_id!r} not found")
+        return info  # type: ignore[no-any-return]
+
+    def create_session(
+        self,
+        name: str,
+        *,
+        parent_session_id: str | None = None,
+        model: str | None = None,
+        source: str | None = None,
+    ) -> SessionInfo:
+        if not isinstance(name, str):
+            raise ValidationError("A session name must be a string")
+        return self._registry.create(  # type: ignore[no-any-return]
+            name, parent_session_id=parent_session_id, model=model, source=source
+        )
+
+    def get(self, session_id: str) -> SessionInfo | None:
+        return self._registry.get(session_id)  # type: ignore[no-any-return]
+
+    def list(self) -> builtins.list[SessionInfo]:
+        """Every session of the namespace, most recent activity first."""
+        return self._registry.list()  # type: ignore[no-any-return]
+
+    def list_page(self, *, limit: int, cursor: str | None = None) -> tuple[builtins.list[SessionInfo], str | None]:
+        """A page of :meth:`list` and the cursor of the next page (None when this is the last)."""
+        return self._registry.list_page(limit=limit, cursor=cursor)  # type: ignore[no-any-return]
+
+    def count(self) -> int:
+        return self._registry.count()  # type: ignore[no-any-return]
+
+    def rename(self, session_id: str, name: str) -> SessionInfo:
+        if not isinstance(name, str):
+            raise ValidationError("A session name must be a string")
+        if not self._registry.rename(session_id, name):
+            raise NotFoundError(f"Session {session_id!r} not found")
+        return self._require(session_id)
+
+    def delete(self, session_id: str) -> bool:
+        """Erase the session and everything derived from it (D12); False if it did not exist."""
+        session = self._sessions.pop(session_id, None)
+        deleted = bool(self._registry.delete(session_id))
+        if deleted and session is not None:
+            prompt_store = session.blocks.prompt_store
+            delete_prompt = getattr(prompt_store, "delete", None)
+            if callable(delete_prompt):
+                delete_prompt()
+        return deleted
+
+    def _touch(self, session_id: str) -> None:
+        self._registry.touch(session_id)
+
+    # --------------------------------------------------------------- messages
+
+    def append(self, session_id: str, message: Message, parent_id: str | Omitted | None = OMITTED) -> str:
+        self._require(session_id)
+        result = self.get_session(session_id).append_message(message, parent_id)
+        self._touch(session_id)
+        return result.id
+
+    def upsert(self, session_id: str, message: Message, parent_id: str | Omitted | None = OMITTED) -> str:
+        """Update the message if its id is stored, else append it."""
+        self._require(session_id)
+        session = self.get_session(session_id)
+        message_id = message.get("id") if isinstance(message, dict) else None
+        if isinstance(message_id, str) and session.get_message(message_id) is not None:
+            session.update_message(message)
+        else:
+            session.append_message(message, parent_id)
+        self._touch(session_id)
+        return str(message["id"])
+
+    def append_all(
+        self, session_id: str, messages: builtins.list[Message], parent_id: str | Omitted | None = OMITTED
+    ) -> str | None:
+        """Append a chain atomically; an omitted parent attaches to the latest leaf (D10)."""
+        self._require(session_id)
+        if not isinstance(messages, list):
+            raise ValidationError("messages must be a list")
+        last = self.get_session(session_id).append_messages(messages, parent_id)
+        self._touch(session_id)
+        return last
+
+    def get_history(self, session_id: str, leaf_id: str | None = None) -> builtins.list[Message]:
+        self._require(session_id)
+        return self.get_session(session_id).get_history(leaf_id)
+
+    def get_branches(self, session_id: str, message_id: str) -> builtins.list[Message]:
+        self._require(session_id)
+        return self.get_session(session_id).get_branches(message_id)
+
+    def get_message_count(self, session_id: str) -> int:
+        self._require(session_id)
+        return self.get_session(session_id).get_path_length()
+
+    def clear_messages(self, session_id: str) -> None:
+        self._require(session_id)
+        self.get_session(session_id).clear_messages()
+        self._touch(session_id)
+
+    def delete_messages(self, session_id: str, message_ids: builtins.list[str]) -> None:
+        self._require(session_id)
+        self.get_session(session_id).delete_messages(message_ids)
+        self._touch(session_id)
+
+    # ------------------------------------------------------- fork and compact
+
+    def fork(self, session_id: str, at_message_id: str, name: str) -> SessionInfo:
+        """Copy the history up to ``at_message_id`` (overlays materialized) into a new session with new ids."""
+        self._require(session_id)
+        history = self.get_session(session_id).get_history(at_message_id)
+        if not history:
+            raise NotFoundError(f"Message {at_message_id!r} not found in session {session_id!r}")
+        info = self.create_session(name, parent_session_id=session_id)
+        copies = [{**message, "id": str(uuid.uuid4())} for message in history]
+        self.get_session(info.id).append_messages(copies, None)
+        self._touch(info.id)
+        return info
+
+    def add_compaction(self, session_id: str, summary: str, from_id: str, to_id: str) -> StoredCompaction:
+        self._require(session_id)
+        return self.get_session(session_id).add_compaction(summary, from_id, to_id)
+
+    def get_compactions(self, session_id: str) -> builtins.list[StoredCompaction]:
+        self._require(session_id)
+        return self.get_session(session_id).get_compactions()
+
+    def compact_and_split(self, session_id: str, summary: str, name: str | None = None) -> SessionInfo:
+        """End the session (``end_reason = "compaction"``) and continue in a new one seeded with ``summary``."""
+        old = self._require(session_id)
+        if not isinstance(summary, str):
+            raise ValidationError("summary must be a string")
+        self._registry.end(session_id, "compaction")
+        info = self.create_session(
+            name if name is not None else (old.name or "Compacted"),
+            parent_session_id=session_id,
+            model=old.model,
+            source=old.source,
+        )
+        seed = {
+            "id": str(uuid.uuid4()),
+            "role": "assistant",
+            "parts": [{"type": "text", "text": f"{SPLIT_SEED_PREFIX}\n\n{summary}"}],
+        }
+        self.append(info.id, seed)
+        return info
+
+    def add_usage(self, session_id: str, input_tokens: int, output_tokens: int, cost: float) -> SessionInfo:
+        for name, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValidationError(f"{name} must be a non-negative integer")
+        if isinstance(cost, bool) or not isinstance(cost, (int, float)) or cost < 0 or math.isnan(cost):
+            raise ValidationError("cost must be a non-negative number")
+        if not self._registry.add_usage(session_id, input_tokens, output_tokens, float(cost)):
+            raise NotFoundError(f"Session {session_id!r} not found")
+        return self._require(session_id)
+
+    # ----------------------------------------------------------------- search
+
+    def search(self, query: str, *, limit: int = 20) -> builtins.list[SearchResult]:
+        """D5 search across this namespace's sessions; never raises on odd input."""
+        if not isinstance(query, str):
+            return []
+        return self._registry.search(query, limit=limit)  # type: ignore[no-any-return]
+
+    def tools(self) -> dict[str, Tool]:
+        """``session_search`` only; merge with a session's own tools."""
+        tool = build_session_search_tool(lambda query, limit: self.search(query, limit=limit))
+        return {tool.name: tool}

@@ -1,0 +1,483 @@
+"""``Session``: one conversation's messages, context blocks, skills and compaction.
+
+A builder (``Session.create(store).for_session(id).with_context(...)``) that
+initializes lazily on the first real call. Given a store it auto-wires message
+storage, block contents, the prompt store and skill state to that store's backend
+(contract D11); given a bare session provider it uses only what it is handed.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import TYPE_CHECKING, Any, Literal
+
+from threadloom.compaction.function import CompactContext
+from threadloom.compaction.markers import COMPACTION_PREFIX
+from threadloom.compaction.queue import CompactionRequest
+from threadloom.core.context import ContextBlocks, ContextConfig
+from threadloom.core.events import EventEmitter
+from threadloom.core.skills import reclaim_loaded_skill
+from threadloom.errors import CompactionError, ConflictError, ThreadloomError, ValidationError
+from threadloom.records import OMITTED, AppendResult, CompactResult, Omitted, TokenCountInput
+from threadloom.storage.database import utc_now
+from threadloom.tokens import estimate_message_tokens, estimate_string_tokens
+from threadloom.tools.context_tools import build_context_tools
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from threadloom.compaction.function import CompactFunction
+    from threadloom.compaction.queue import CompactionQueue
+    from threadloom.providers.protocols import ContextProvider, SessionProvider, WritableContextProvider
+    from threadloom.records import ContextBlock, Message, SearchResult, StoredCompaction
+    from threadloom.tools.base import Tool
+
+logger = logging.getLogger(__name__)
+
+_AUTO: Literal["auto"] = "auto"
+
+
+def is_store(candidate: object) -> bool:
+    """A store offers provider factories; anything else is treated as a session provider."""
+    return callable(getattr(candidate, "session_provider", None))
+
+
+class Session:
+    """One conversation. Every method is synchronous; the first call wires providers (lazy init).
+
+    Examples
+    --------
+    >>> from threadloom import Session, SqliteStore
+    >>> session = (
+    ...     Session.create(SqliteStore())
+    ...     .for_session("chat-1")
+    ...     .with_context("soul", provider=StaticText("You are helpful."))
+    ...     .with_context("memory", description="Learned facts", max_tokens=1100)
+    ...     .with_cached_prompt()
+    ... )
+    >>> session.append_message({"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hi"}]})
+    """
+
+    def __init__(self, store_or_provider: Any) -> None:
+        if store_or_provider is None:
+            raise ValidationError("Session.create() requires a SqlProvider or SessionProvider")
+        self._store: Any = store_or_provider if is_store(store_or_provider) else None
+        self._explicit_provider: Any = None if self._store is not None else store_or_provider
+        self.session_id = ""
+        self.namespace = ""
+        self._pending: list[ContextConfig] = []
+        self._cached_prompt: WritableContextProvider | Literal["auto"] | None = None
+        self._compaction_fn: CompactFunction | None = None
+        self._threshold: int | None = None
+        self._token_counter: Callable[[TokenCountInput], float] | None = None
+        self._compaction_queue: CompactionQueue | None = None
+        self._events = EventEmitter()
+        self._ready = False
+        self._storage: Any = None
+        self._blocks: ContextBlocks | None = None
+        self._skill_state: Any = None
+        self._warned_noop = False
+
+    # ---------------------------------------------------------------- builder
+
+    @classmethod
+    def create(cls, store_or_session_provider: Any) -> Session:
+        """Start a builder over a store (auto-wiring) or a bare session provider."""
+        return cls(store_or_session_provider)
+
+    def for_session(self, session_id: str) -> Session:
+        """Scope storage and auto-wired block keys to ``session_id``; only effective before first use."""
+        if not isinstance(session_id, str):
+            raise ValidationError("session_id must be a string")
+        self.session_id = session_id
+        return self
+
+    def in_namespace(self, namespace: str) -> Session:
+        """The tenant or namespace the session belongs to (used to label queued compactions)."""
+        self.namespace = namespace
+        return self
+
+    def with_context(
+        self,
+        label: str,
+        *,
+        description: str | None = None,
+        max_tokens: int | None = None,
+        provider: ContextProvider | None = None,
+    ) -> Session:
+        """Add a context block; without a provider it is auto-wired to the store as a writable block."""
+        self._pending.append(ContextConfig(label, description, max_tokens, provider))
+        return self
+
+    def with_cached_prompt(self, provider: WritableContextProvider | None = None) -> Session:
+        """Persist the frozen system prompt (to ``provider``, or to the store when omitted)."""
+        self._cached_prompt = provider if provider is not None else _AUTO
+        return self
+
+    def on_compaction(self, fn: CompactFunction) -> Session:
+        """Register the function that decides what to summarize (see ``create_compact_function``)."""
+        self._compaction_fn = fn
+        return self
+
+    def compact_after(
+        self, threshold: int, *, token_counter: Callable[[TokenCountInput], float] | None = None
+    ) -> Session:
+        """Compact automatically once the estimate strictly exceeds ``threshold`` after an append."""
+        if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 0:
+            raise ValidationError(f"threshold must be a non-negative integer, got {threshold!r}")
+        self._threshold = threshold
+        if token_counter:
+            self._token_counter = token_counter
+        return self
+
+    def on_compaction_error(self, handler: Callable[[BaseException], Any]) -> Session:
+        """Called for every failure of automatic compaction; the append itself never fails (D8)."""
+        self._events.error_handler = handler
+        return self
+
+    def on_event(self, callback: Callable[[dict[str, Any]], Any]) -> Session:
+        """Receive ``session_status`` and ``session_error`` events (contract §5)."""
+        self._events.add_listener(callback)
+        return self
+
+    def with_compaction_queue(self, queue: CompactionQueue) -> Session:
+        """Hand automatic compaction to a queue: appends only enqueue, a worker compacts (D9)."""
+        self._compaction_queue = queue
+        return self
+
+    # -------------------------------------------------------------- lazy init
+
+    def _ensure_ready(self) -> None:
+        if self._ready:
+            return
+        store = self._store
+        suffix = f"_{self.session_id}" if self.session_id else ""
+        owner = self.session_id or None
+        configs: list[ContextConfig] = []
+        for config in self._pending:
+            provider = config.provider
+            if provider is None and store is not None:
+                provider = store.context_provider(f"{config.label}{suffix}", session_id=owner)
+            configs.append(ContextConfig(config.label, config.description, config.max_tokens, provider))
+        prompt_store: WritableContextProvider | None = None
+        if self._cached_prompt == _AUTO:
+            prompt_store = store.prompt_store(self.session_id) if store is not None else None
+        elif self._cached_prompt is not None:
+            prompt_store = self._cached_prompt
+        self._storage = store.session_provider(self.session_id) if store is not None else self._explicit_provider
+        self._skill_state = store.skill_state(self.session_id) if store is not None else None
+        self._blocks = ContextBlocks(
+            configs,
+            prompt_store,
+            on_unload=self._reclaim_skill,
+            on_loaded_skills_changed=self._persist_loaded_skills,
+        )
+        self._ready = True
+        if self._skill_state is not None:
+            self._blocks.restore_loaded_skills(self._skill_state.load(), notify=False)
+
+    @property
+    def storage(self) -> SessionProvider:
+        """The session provider in use (after lazy init)."""
+        self._ensure_ready()
+        return self._storage  # type: ignore[no-any-return]
+
+    @property
+    def blocks(self) -> ContextBlocks:
+        self._ensure_ready()
+        assert self._blocks is not None
+        return self._blocks
+
+    def _persist_loaded_skills(self, skill_ids: set[str]) -> None:
+        if self._skill_state is not None:
+            self._skill_state.save(skill_ids)
+
+    def _reclaim_skill(self, label: str, key: str) -> None:
+        rewritten = reclaim_loaded_skill(self.get_history(), label, key)
+        if rewritten is not None:
+            self.update_message(rewritten)
+
+    # --------------------------------------------------------------- messages
+
+    def append_message(
+        self,
+        message: Message,
+        parent_id: str | Omitted | None = OMITTED,
+        *,
+        expected_leaf_id: str | None = None,
+    ) -> AppendResult:
+        """Store a message. Omitted parent: the latest leaf; ``None``: a new root; a string: that parent.
+
+        Re-sending an id already stored is a no-op (``inserted=False``). With
+        ``expected_leaf_id`` the append fails with :class:`ConflictError` if the leaf moved.
+        """
+        self._ensure_ready()
+        result: AppendResult = self._storage.append_message(message, parent_id, expected_leaf_id=expected_leaf_id)
+        estimate = self._emit_status("idle")
+        if result.inserted:
+            self._maybe_auto_compact(estimate, result.id)
+        return result
+
+    def append_messages(self, messages: list[Message], parent_id: str | Omitted | None = OMITTED) -> str | None:
+        """Append a chain in one transaction where the backend allows it; returns the last id (D10)."""
+        self._ensure_ready()
+        storage = self._storage
+        if callable(getattr(storage, "append_chain", None)):
+            last, inserted_any = storage.append_chain(messages, parent_id)
+        else:
+            last = None if isinstance(parent_id, Omitted) else parent_id
+            inserted_any = False
+            for index, message in enumerate(messages):
+                parent = parent_id if index == 0 else last
+                result = storage.append_message(message, parent)
+                inserted_any = inserted_any or result.inserted
+                last = result.id
+        estimate = self._emit_status("idle")
+        if inserted_any and last is not None:
+            self._maybe_auto_compact(estimate, last)
+        return last  # type: ignore[no-any-return]
+
+    def update_message(self, message: Message) -> None:
+        """Replace a stored message (matched by ``id``)."""
+        self._ensure_ready()
+        self._storage.update_message(message)
+        self._emit_status("idle")
+
+    def delete_messages(self, message_ids: list[str]) -> None:
+        """Delete messages; their children are re-attached to the nearest surviving ancestor (D4)."""
+        self._ensure_ready()
+        self._storage.delete_messages(list(message_ids))
+        self._emit_status("idle")
+
+    def clear_messages(self) -> None:
+        """Delete every message and overlay, forget loaded skills and re-render the prompt."""
+        self._ensure_ready()
+        self._storage.clear_messages()
+        self.blocks.clear_skill_state()
+        self.blocks.refresh_system_prompt()
+        self._emit_status("idle")
+
+    # ------------------------------------------------------------------ reads
+
+    def get_history(self, leaf_id: str | None = None) -> list[Message]:
+        """Root→leaf (the latest leaf by default) with compaction overlays applied."""
+        self._ensure_ready()
+        return self._storage.get_history(leaf_id)  # type: ignore[no-any-return]
+
+    def get_message(self, message_id: str) -> Message | None:
+        self._ensure_ready()
+        return self._storage.get_message(message_id)  # type: ignore[no-any-return]
+
+    def get_latest_leaf(self) -> Message | None:
+        self._ensure_ready()
+        return self._storage.get_latest_leaf()  # type: ignore[no-any-return]
+
+    def get_branches(self, message_id: str) -> list[Message]:
+        self._ensure_ready()
+        return self._storage.get_branches(message_id)  # type: ignore[no-any-return]
+
+    def get_path_length(self, leaf_id: str | None = None) -> int:
+        self._ensure_ready()
+        return int(self._storage.get_path_length(leaf_id))
+
+    def search(self, query: str, *, limit: int = 20) -> list[SearchResult]:
+        """Full-text search of this session's messages (contract D5 dialect)."""
+        self._ensure_ready()
+        search = getattr(self._storage, "search_messages", None)
+        if not callable(search):
+            raise ThreadloomError("Session provider does not support search")
+        return search(query, limit)  # type: ignore[no-any-return]
+
+    # ---------------------------------------------------------------- context
+
+    def get_context_block(self, label: str) -> ContextBlock | None:
+        """One block (loads the blocks on first use, unlike the reference, which returned None)."""
+        self.blocks.ensure_loaded()
+        return self.blocks.get_block(label)
+
+    def get_context_blocks(self) -> list[ContextBlock]:
+        self.blocks.ensure_loaded()
+        return self.blocks.get_blocks()
+
+    def replace_context_block(self, label: str, content: str) -> ContextBlock:
+        """Overwrite a writable block; the frozen prompt is unchanged until refreshed."""
+        return self.blocks.set_block(label, content)
+
+    def append_context_block(self, label: str, content: str) -> ContextBlock:
+        return self.blocks.append_to_block(label, content)
+
+    def add_context(
+        self,
+        label: str,
+        *,
+        description: str | None = None,
+        max_tokens: int | None = None,
+        provider: ContextProvider | None = None,
+    ) -> ContextBlock:
+        """Add a block at runtime (auto-wired to the store without a provider); refresh the prompt to show it."""
+        self._ensure_ready()
+        if provider is None:
+            if self._store is None:
+                raise ValidationError(
+                    f'addContext("{label}") requires an explicit provider when Session uses a SessionProvider'
+                )
+            suffix = f"_{self.session_id}" if self.session_id else ""
+            provider = self._store.context_provider(f"{label}{suffix}", session_id=self.session_id or None)
+        return self.blocks.add_block(ContextConfig(label, description, max_tokens, provider))
+
+    def remove_context(self, label: str) -> bool:
+        """Drop a block (and its loaded skills); history is not rewritten, as in the reference."""
+        return self.blocks.remove_block(label)
+
+    def freeze_system_prompt(self) -> str:
+        """The cached prompt if one is stored, else render it once and persist it (first freeze wins)."""
+        return self.blocks.freeze_system_prompt()
+
+    def refresh_system_prompt(self) -> str:
+        """Re-read every block, re-render and persist."""
+        return self.blocks.refresh_system_prompt()
+
+    # ----------------------------------------------------------------- skills
+
+    def unload_skill(self, label: str, key: str) -> bool:
+        """Forget a loaded skill and rewrite its tool result to ``[skill unloaded: <key>]`` (D7)."""
+        return self.blocks.unload_skill(label, key)
+
+    def get_loaded_skill_keys(self) -> set[str]:
+        return self.blocks.loaded_skill_keys()
+
+    def tools(self) -> dict[str, Tool]:
+        """The model tools this session's blocks enable (never ``session_search``)."""
+        self.blocks.ensure_loaded()
+        return build_context_tools(self.blocks)
+
+    # ------------------------------------------------------------- compaction
+
+    def add_compaction(self, summary: str, from_id: str, to_id: str) -> StoredCompaction:
+        self._ensure_ready()
+        stored: StoredCompaction = self._storage.add_compaction(summary, from_id, to_id)
+        return stored
+
+    def get_compactions(self) -> list[StoredCompaction]:
+        self._ensure_ready()
+        return self._storage.get_compactions()  # type: ignore[no-any-return]
+
+    def compact(self, leaf_id: str | None = None, *, request_key: str | None = None) -> CompactResult | None:
+        """Run the compaction function now and store its overlay.
+
+        The overlay commits only if the branch it was computed from is unchanged
+        (fenced, contract §4); a ``request_key`` already used makes this a no-op.
+        Failures of the function raise :class:`CompactionError` (D8).
+        """
+        self._ensure_ready()
+        fn = self._compaction_fn
+        if fn is None:
+            raise CompactionError("No compaction function registered. Call onCompaction() first.")
+        storage = self._storage
+        tokens_before = self._emit_status("compacting")
+        target_leaf = leaf_id or _latest_leaf_id(storage)
+        fence = _make_fence(storage, target_leaf)
+        history = self.get_history(target_leaf)
+        try:
+            result = fn(history, CompactContext(token_counter=self._token_counter))
+        except Exception as error:
+            self._events.emit_error(str(error))
+            raise CompactionError(f"Compaction function failed: {error}") from error
+        history_ids = [message.get("id") for message in history]
+        if result is None or result.to_message_id not in history_ids:
+            self._emit_status("idle")
+            return None
+        visible = [
+            compaction
+            for compaction in storage.get_compactions()
+            if f"{COMPACTION_PREFIX}{compaction.id}" in history_ids
+            or (compaction.from_message_id in history_ids and compaction.to_message_id in history_ids)
+        ]
+        from_id = visible[0].from_message_id if visible else result.from_message_id
+        if fence is not None:
+            storage.add_compaction(result.summary, from_id, result.to_message_id, request_key=request_key, fence=fence)
+        else:
+            storage.add_compaction(result.summary, from_id, result.to_message_id)
+        self.blocks.refresh_system_prompt()
+        self._emit_status("idle", compacted={"tokensBefore": tokens_before})
+        return CompactResult(from_message_id=from_id, to_message_id=result.to_message_id, summary=result.summary)
+
+    def estimate_tokens(self) -> int:
+        """The auto-compaction estimate: history (overlays applied) plus the frozen prompt."""
+        self._ensure_ready()
+        blocks = self.blocks
+        system_prompt = blocks.system_prompt_for_estimate()
+        if self._token_counter is not None:
+            blocks.ensure_loaded()
+            value = self._token_counter(
+                TokenCountInput(
+                    messages=self.get_history(), system_prompt=system_prompt, context_blocks=blocks.get_blocks()
+                )
+            )
+            return max(0, math.ceil(value)) if isinstance(value, (int, float)) and math.isfinite(value) else 0
+        incremental = getattr(self._storage, "get_token_estimate", None)
+        message_tokens = incremental() if callable(incremental) else estimate_message_tokens(self.get_history())
+        return int(message_tokens) + estimate_string_tokens(system_prompt)
+
+    # ----------------------------------------------------------------- events
+
+    def _needs_estimate(self) -> bool:
+        return self._events.has_listeners or (self._threshold is not None and self._compaction_fn is not None)
+
+    def _emit_status(self, phase: str, *, compacted: dict[str, int] | None = None) -> int:
+        estimate = 0
+        if self._needs_estimate():
+            try:
+                estimate = self.estimate_tokens()
+            except Exception as error:  # an estimate failure must never fail the write that triggered it
+                self._events.report_auto_error(error)
+        self._events.emit_status(phase, estimate, self._threshold, compacted)
+        return estimate
+
+    def _maybe_auto_compact(self, estimate: int, leaf_id: str) -> None:
+        if self._threshold is None or self._compaction_fn is None or estimate <= self._threshold:
+            return
+        try:
+            if self._compaction_queue is not None:
+                self._compaction_queue.enqueue(
+                    CompactionRequest(
+                        namespace=self.namespace, session_id=self.session_id, leaf_id=leaf_id, requested_at=utc_now()
+                    )
+                )
+                return
+            compacted = self.compact()
+        except ConflictError as error:
+            logger.info("Automatic compaction skipped: %s", error)
+            return
+        except Exception as error:
+            self._events.report_auto_error(error)
+            return
+        if compacted is None and not self._warned_noop:
+            self._warned_noop = True
+            logger.warning(
+                "[Session] Auto-compaction fired (~%s tokens > %s) but the compaction function returned null, "
+                "so history was not shortened.",
+                estimate,
+                self._threshold,
+            )
+        elif compacted is not None:
+            self._warned_noop = False
+
+
+def _latest_leaf_id(storage: Any) -> str | None:
+    get_leaf_id = getattr(storage, "get_latest_leaf_id", None)
+    if callable(get_leaf_id):
+        return get_leaf_id()  # type: ignore[no-any-return]
+    leaf = storage.get_latest_leaf()
+    return leaf.get("id") if isinstance(leaf, dict) else None
+
+
+def _make_fence(storage: Any, leaf_id: str | None) -> Any:
+    """A fence when the backend supports fenced commits (the SQL backends do)."""
+    latest = getattr(storage, "get_latest_compaction_id", None)
+    if leaf_id is None or not callable(latest):
+        return None
+    from threadloom.storage.tree import CompactionFence
+
+    return CompactionFence(leaf_id, latest())
