@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from tests.support.messages import text_message
 from threadloom import Session, SqliteStore
 from threadloom.compaction import create_compact_function
 from threadloom.storage.sqlite.database import SqliteExecutor
 from threadloom.storage.sqlite.sql import SqliteSql
+
+from tests.support.messages import text_message
 
 HISTORY_READS = {SqliteSql.path_rows, SqliteSql.subtree, SqliteSql.find_latest_leaf}
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from threadloom.jscompat import js_round, js_string, utf16_length, utf16_slice
 from threadloom.tokens import estimate_message_tokens, estimate_string_tokens
 
