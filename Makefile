@@ -17,7 +17,7 @@ test: $(STAMP) lint typecheck unit
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check layers functions tests bench scripts
+	$(BIN)/ruff format --check .
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
