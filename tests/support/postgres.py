@@ -8,12 +8,32 @@ rows. When no server answers, the tests are skipped with the reason, unless
 
 from __future__ import annotations
 
+import hashlib
 import os
-from urllib.parse import urlparse
+import socket
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlparse, urlsplit, urlunsplit
 
 import pytest
 
+if TYPE_CHECKING:
+    from threadloom.storage.postgres.store import PostgresStore
+
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
+THREADLOOM_TABLES = (
+    "threadloom_sessions",
+    "threadloom_session_heads",
+    "threadloom_messages",
+    "threadloom_compactions",
+    "threadloom_context_blocks",
+    "threadloom_search_entries",
+    "threadloom_loaded_skills",
+)
+# Databases of this machine's runs share the prefix; the pid lets a later run drop a crashed run's leftovers.
+_HOST_TAG = hashlib.sha1(socket.gethostname().encode()).hexdigest()[:8]
+_DATABASE_PREFIX = f"threadloom_test_{_HOST_TAG}_"
+_worker_database: str | None = None
 
 
 def database_url() -> str:
@@ -41,10 +61,120 @@ def unavailable(reason: str) -> None:
     pytest.skip(message)
 
 
-def postgres_store_factory(request: pytest.FixtureRequest) -> object:
-    """Filled in by the PostgreSQL backend; until then the Postgres half of the contract suite is skipped."""
+def admin_connection(database: str | None = None) -> Any:
+    """A plain pg8000 connection to the server (skips or fails the test when there is none)."""
+    import pg8000.native
+
     try:
-        from threadloom.storage.postgres.store import PostgresStore  # noqa: F401
+        return pg8000.native.Connection(**connect_kwargs(database=database), timeout=10)
+    except Exception as error:
+        unavailable(f"{database_url()}: {error}")
+        raise  # unreachable: unavailable() always raises
+
+
+def url_for(database: str) -> str:
+    """TEST_DATABASE_URL pointing at another database of the same server."""
+    parts = urlsplit(database_url())
+    return urlunsplit((parts.scheme, parts.netloc, "/" + database, parts.query, parts.fragment))
+
+
+def create_database(name: str) -> None:
+    admin = admin_connection()
+    try:
+        admin.run(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.run(f'CREATE DATABASE "{name}"')
+    finally:
+        admin.close()
+
+
+def drop_database(name: str) -> None:
+    import pg8000.native
+
+    try:
+        admin = pg8000.native.Connection(**connect_kwargs(), timeout=10)
+    except Exception:
+        return
+    try:
+        admin.run(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        admin.close()
+
+
+def _drop_abandoned_databases() -> None:
+    """Drop databases left by runs on this machine whose process is gone (a crash or a kill -9)."""
+    admin = admin_connection()
+    try:
+        names = [
+            row[0]
+            for row in admin.run("SELECT datname FROM pg_database WHERE datname LIKE :p", p=_DATABASE_PREFIX + "%")
+        ]
+        for name in names:
+            pid = name[len(_DATABASE_PREFIX) :].split("_", 1)[0]
+            if pid.isdigit() and not _process_alive(int(pid)):
+                admin.run(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    finally:
+        admin.close()
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def worker_database(request: pytest.FixtureRequest) -> str:
+    """This pytest worker's database: created and migrated once, dropped when the run ends."""
+    global _worker_database
+    if _worker_database is None:
+        from threadloom.storage.postgres.store import PostgresStore
+
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        name = f"{_DATABASE_PREFIX}{os.getpid()}_{worker}"
+        _drop_abandoned_databases()
+        create_database(name)
+        request.config.add_cleanup(lambda: drop_database(name))
+        store = PostgresStore(url_for(name))
+        try:
+            store.migrate()
+        finally:
+            store.close()
+        _worker_database = name
+    return _worker_database
+
+
+def truncate_all(database: str) -> None:
+    admin = admin_connection(database)
+    try:
+        admin.run(f"TRUNCATE {', '.join(THREADLOOM_TABLES)}")
+    finally:
+        admin.close()
+
+
+def postgres_store_factory(request: pytest.FixtureRequest) -> Iterator[Callable[[], PostgresStore]]:
+    """Yield a factory of PostgresStore objects over this worker's freshly emptied database.
+
+    Each call opens a new store with its own connection over the same data, which is how
+    tests stand in for another process or a restarted Lambda. Stores are closed afterwards.
+    """
+    try:
+        from threadloom.storage.postgres.store import PostgresStore
     except ImportError as error:
         unavailable(f"PostgresStore cannot be imported: {error}")
-    raise NotImplementedError
+    admin_connection().close()  # skip (or fail in CI) before creating anything
+    name = worker_database(request)
+    truncate_all(name)
+    url = url_for(name)
+    opened: list[PostgresStore] = []
+
+    def factory() -> PostgresStore:
+        store = PostgresStore(url)
+        opened.append(store)
+        return store
+
+    yield factory
+    for store in opened:
+        store.close()

@@ -1,0 +1,266 @@
+"""PostgreSQL connection handling: one lazy, self-healing pg8000 connection and explicit transactions.
+
+Why it looks like this (see docs/postgres.md):
+
+- One connection per process (a Lambda execution environment), opened on first use and
+  reused; a lock serializes threads because a pg8000 connection is not thread-safe.
+- Nothing that pins an RDS Proxy session is ever sent: transactions are explicit
+  ``START TRANSACTION ... COMMIT`` (the proxy multiplexes at their boundaries), statements
+  with parameters use pg8000's unnamed prepared statements, no ``SET`` of any kind, no
+  session advisory locks, no temporary tables.
+- A connection the server or the proxy has closed while it sat idle is noticed before
+  anything is sent (its socket turns readable) and replaced. A request is retried on a new
+  connection only where that cannot apply a write twice: a single read statement, or the
+  ``START TRANSACTION`` that opens a unit of work. Any other lost connection surfaces as
+  :class:`StorageUnavailableError`.
+"""
+
+from __future__ import annotations
+
+import select
+import ssl
+import threading
+from contextlib import AbstractContextManager, contextmanager, suppress
+from typing import TYPE_CHECKING, Any, Final
+
+from threadloom.errors import StorageUnavailableError
+from threadloom.storage.postgres.connection import (
+    PostgresSettings,
+    describe_error,
+    is_connection_lost,
+    is_unavailable,
+    settings_factory,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
+
+    from threadloom.storage.database import Params, Row
+    from threadloom.storage.postgres.connection import Connection, ConnectionFactory
+
+BEGIN_READ: Final = "START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+# The head-row lock protocol relies on READ COMMITTED: a writer blocked on the row lock
+# then reads the row as the previous writer committed it instead of failing.
+BEGIN_WRITE: Final = "START TRANSACTION ISOLATION LEVEL READ COMMITTED, READ WRITE"
+
+
+class PostgresExecutor:
+    """Runs statements inside the transaction :class:`PostgresDatabase` opened."""
+
+    def __init__(self, database: PostgresDatabase, connection: Connection) -> None:
+        self._database = database
+        self._connection = connection
+
+    def query(self, sql: str, params: Params | None = None) -> list[Row]:
+        rows = self._database.run_on(self._connection, sql, params)
+        return [tuple(row) for row in rows]
+
+    def execute(self, sql: str, params: Params | None = None) -> None:
+        self._database.run_on(self._connection, sql, params)
+
+
+class PostgresDatabase:
+    """A pg8000 connection (or a factory of them) handing out transactions.
+
+    Given a factory, the connection is opened lazily and replaced when it dies. Given a
+    connection, it is used as is and never replaced (a dead one raises
+    :class:`StorageUnavailableError`); pass a factory or a DSN to get reconnection.
+    """
+
+    dialect = "postgresql"
+
+    def __init__(self, source: Connection | ConnectionFactory, *, description: str = "PostgreSQL") -> None:
+        self._factory: ConnectionFactory | None = source if callable(source) else None
+        self._connection: Connection | None = None if callable(source) else source
+        self._owns_connection = callable(source)
+        self.description = description
+        self._lock = threading.RLock()
+        self._depth = 0
+        self._executor: PostgresExecutor | None = None
+
+    # ------------------------------------------------------------ connection
+
+    def _connect(self) -> Connection:
+        if self._factory is None:
+            raise StorageUnavailableError(
+                f"The {self.description} connection was lost and cannot be reopened "
+                "(pass a DSN or a connection factory to PostgresStore to reconnect automatically)"
+            )
+        try:
+            connection = self._factory()
+        except StorageUnavailableError:
+            raise
+        except Exception as error:  # a user factory may raise anything pg8000 or socket raise
+            raise StorageUnavailableError(f"Cannot connect to {self.description}: {describe_error(error)}") from error
+        self._connection = connection
+        return connection
+
+    def _live_connection(self) -> Connection:
+        """The cached connection, replaced first if the server closed it while it sat idle."""
+        connection = self._connection
+        if connection is not None and _closed_by_peer(connection):
+            self._discard()
+            connection = None
+        return connection if connection is not None else self._connect()
+
+    def _discard(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None and self._owns_connection:
+            with suppress(Exception):  # the socket may already be gone; closing is best effort
+                connection.close()
+
+    def close(self) -> None:
+        """Close the connection this database opened (a connection passed in is left to its owner)."""
+        with self._lock:
+            if self._owns_connection:
+                self._discard()
+
+    # ------------------------------------------------------------ statements
+
+    def run_on(self, connection: Connection, sql: str, params: Mapping[str, Any] | None) -> list[list[Any]]:
+        """Run one statement on ``connection``, translating connection loss and overload."""
+        try:
+            rows = connection.run(sql, **params) if params else connection.run(sql)
+        except Exception as error:
+            raise self._translate(error) from error
+        return rows if rows is not None else []
+
+    def _translate(self, error: Exception) -> Exception:
+        if is_connection_lost(error):
+            self._discard()
+            return StorageUnavailableError(f"Lost the connection to {self.description}: {describe_error(error)}")
+        if is_unavailable(error):
+            return StorageUnavailableError(f"{self.description} could not serve the request: {describe_error(error)}")
+        return error
+
+    def query_once(self, sql: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]:
+        """One read statement in its own (implicit) transaction: a single round trip and snapshot.
+
+        Reads change nothing, so a statement that hits a lost connection is retried once
+        on a new one.
+        """
+        with self._lock:
+            if self._depth:  # inside an open transaction: join it
+                return self.run_on(self._connection, sql, params)
+            connection = self._live_connection()
+            try:
+                return self.run_on(connection, sql, params)
+            except StorageUnavailableError:
+                if self._connection is not None or self._factory is None:
+                    raise  # the server refused the statement itself, or we cannot reconnect
+            return self.run_on(self._live_connection(), sql, params)
+
+    def execute_once(self, sql: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]:
+        """One write statement, atomic on its own (autocommit). Never retried once sent.
+
+        If the connection is lost mid-statement the write may or may not have committed,
+        so the error surfaces and the caller decides (appends are idempotent by id).
+        """
+        with self._lock:
+            if self._depth:
+                return self.run_on(self._connection, sql, params)
+            return self.run_on(self._live_connection(), sql, params)
+
+    # ---------------------------------------------------------- transactions
+
+    @contextmanager
+    def _transaction(self, begin: str) -> Iterator[PostgresExecutor]:
+        with self._lock:
+            if self._depth:  # nested use inside an open transaction joins it
+                assert self._executor is not None
+                self._depth += 1
+                try:
+                    yield self._executor
+                finally:
+                    self._depth -= 1
+                return
+            connection = self._begin(begin)
+            executor = PostgresExecutor(self, connection)
+            self._executor, self._depth = executor, 1
+            try:
+                yield executor
+            except BaseException:
+                self._depth, self._executor = 0, None
+                self._rollback(connection)
+                raise
+            self._depth, self._executor = 0, None
+            try:
+                self.run_on(connection, "COMMIT", None)
+            except StorageUnavailableError as error:
+                if self._connection is None:  # lost during COMMIT: the outcome is unknown
+                    raise StorageUnavailableError(
+                        f"{error}; the transaction may or may not have been committed"
+                    ) from error.__cause__
+                self._rollback(connection)
+                raise
+            except Exception:
+                self._rollback(connection)
+                raise
+
+    def _begin(self, begin: str) -> Connection:
+        """Open a transaction; START changes nothing, so a lost connection is replaced once."""
+        connection = self._live_connection()
+        try:
+            self.run_on(connection, begin, None)
+        except StorageUnavailableError:
+            if self._connection is not None or self._factory is None:
+                raise
+            connection = self._live_connection()
+            self.run_on(connection, begin, None)
+        return connection
+
+    def _rollback(self, connection: Connection) -> None:
+        if self._connection is not connection:
+            return  # the connection died inside the transaction; the server rolled it back
+        try:
+            self.run_on(connection, "ROLLBACK", None)
+        except Exception:
+            self._discard()
+
+    def read(self) -> AbstractContextManager[PostgresExecutor]:
+        return self._transaction(BEGIN_READ)
+
+    def write(self) -> AbstractContextManager[PostgresExecutor]:
+        return self._transaction(BEGIN_WRITE)
+
+
+def _closed_by_peer(connection: Connection) -> bool:
+    """True when an idle connection's socket is readable or gone: the server sent its
+    goodbye (pg_terminate_backend, restart) or the proxy closed an idle client.
+
+    An idle PostgreSQL connection receives nothing unsolicited except notices we never
+    ask for, so readability is a reliable and free (no round trip) staleness test.
+    """
+    if not hasattr(connection, "_usock"):
+        return False  # not a pg8000 connection we know how to inspect: assume alive
+    sock: Any = connection._usock
+    if sock is None:
+        return True  # pg8000 closed it
+    try:
+        if isinstance(sock, ssl.SSLSocket) and sock.pending():
+            return True
+        poller = select.poll()
+        poller.register(sock.fileno(), select.POLLIN | select.POLLPRI)
+        return bool(poller.poll(0))
+    except (OSError, ValueError):
+        return True
+
+
+_shared: dict[PostgresSettings, PostgresDatabase] = {}
+_shared_lock = threading.Lock()
+
+
+def environment_database(settings: PostgresSettings | None = None) -> PostgresDatabase:
+    """The process-wide database for ``settings`` (default: from the environment).
+
+    Lambda keeps module state between invocations of one execution environment, so this
+    gives one connection per environment, opened on first use and reused afterwards.
+    """
+    resolved = settings or PostgresSettings.from_env()
+    with _shared_lock:
+        database = _shared.get(resolved)
+        if database is None:
+            params = resolved.connect_params()
+            database = PostgresDatabase(settings_factory(resolved), description=f"PostgreSQL at {params.describe()}")
+            _shared[resolved] = database
+        return database

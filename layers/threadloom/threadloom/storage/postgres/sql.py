@@ -1,0 +1,280 @@
+"""Every SQL statement the PostgreSQL backend runs, in one place.
+
+Mirrors :mod:`threadloom.storage.sqlite.sql`. Differences: the head row is locked with
+``FOR UPDATE`` (SQLite's write lock is database-wide), the search index is a tsvector
+column of the row itself (so ``unindex_*`` are empty: deleting or rewriting the row
+updates the index), and a few single-statement reads and the append function cut network
+round trips (see :mod:`threadloom.storage.postgres.tree`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from threadloom.search import parse_query, to_tsquery_literal, to_tsvector_literal
+from threadloom.storage.dialect import SqlDialect
+
+_NEXT_ACTIVITY = "(SELECT COALESCE(MAX(activity_seq), 0) + 1 FROM threadloom_sessions WHERE namespace = :namespace)"
+_SESSION_COLUMNS = (
+    "id, name, parent_session_id, model, source, input_tokens, output_tokens, estimated_cost, end_reason, "
+    "created_at, updated_at, activity_seq"
+)
+_MATCH = "CAST(:match AS tsquery)"
+# The leaf a read starts from: the given id, or the session's latest leaf when none is given.
+_LEAF = (
+    "COALESCE(NULLIF(CAST(:leaf AS text), ''), "
+    "(SELECT h.leaf_id FROM threadloom_session_heads h WHERE h.session_id = :sid))"
+)
+
+#: Key of the transaction-level advisory lock that serializes concurrent migrate() calls
+#: (the bytes of "threadlo"); released at COMMIT, so it never pins an RDS Proxy session.
+MIGRATION_LOCK_KEY: Final = int.from_bytes(b"threadlo", "big")
+
+
+class PostgresSql(SqlDialect):
+    name = "postgresql"
+
+    create_migrations_table = (
+        "CREATE TABLE IF NOT EXISTS threadloom_schema_migrations ("
+        "version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+    )
+
+    ensure_head = (
+        "INSERT INTO threadloom_session_heads (session_id, leaf_id, next_seq) VALUES (:sid, NULL, 1) "
+        "ON CONFLICT (session_id) DO NOTHING"
+    )
+    # The row lock serializes every writer of one session and no one else.
+    lock_head = "SELECT leaf_id, next_seq FROM threadloom_session_heads WHERE session_id = :sid FOR UPDATE"
+    set_head = "UPDATE threadloom_session_heads SET leaf_id = :leaf, next_seq = :next_seq WHERE session_id = :sid"
+    set_head_seq_only = "UPDATE threadloom_session_heads SET next_seq = :next_seq WHERE session_id = :sid"
+    set_head_leaf_only = "UPDATE threadloom_session_heads SET leaf_id = :leaf WHERE session_id = :sid"
+    get_head_leaf = "SELECT leaf_id FROM threadloom_session_heads WHERE session_id = :sid"
+    get_leaf_estimate = (
+        "SELECT m.path_tokens FROM threadloom_session_heads h JOIN threadloom_messages m "
+        "ON m.session_id = h.session_id AND m.id = h.leaf_id WHERE h.session_id = :sid"
+    )
+    find_latest_leaf = (
+        "SELECT m.id FROM threadloom_messages m WHERE m.session_id = :sid AND NOT EXISTS ("
+        "SELECT 1 FROM threadloom_messages c WHERE c.session_id = m.session_id AND c.parent_id = m.id) "
+        "ORDER BY m.seq DESC LIMIT 1"
+    )
+
+    get_message = "SELECT content FROM threadloom_messages WHERE session_id = :sid AND id = :id"
+    get_message_meta = (
+        "SELECT parent_id, depth, tokens, path_tokens FROM threadloom_messages WHERE session_id = :sid AND id = :id"
+    )
+    insert_message = (
+        "INSERT INTO threadloom_messages "
+        "(session_id, id, seq, parent_id, role, content, depth, tokens, path_tokens, created_at) "
+        "VALUES (:sid, :id, :seq, :parent_id, :role, :content, :depth, :tokens, :path_tokens, :created_at)"
+    )
+    update_message = (
+        "UPDATE threadloom_messages SET role = :role, content = :content, tokens = :tokens "
+        "WHERE session_id = :sid AND id = :id"
+    )
+    delete_message = "DELETE FROM threadloom_messages WHERE session_id = :sid AND id = :id"
+    get_children = "SELECT content FROM threadloom_messages WHERE session_id = :sid AND parent_id = :id ORDER BY seq"
+    get_child_ids = "SELECT id FROM threadloom_messages WHERE session_id = :sid AND parent_id = :id ORDER BY seq"
+    reparent_message = "UPDATE threadloom_messages SET parent_id = :parent_id WHERE session_id = :sid AND id = :id"
+    set_estimate = (
+        "UPDATE threadloom_messages SET depth = :depth, path_tokens = :path_tokens WHERE session_id = :sid AND id = :id"
+    )
+    path_rows = (
+        "WITH RECURSIVE path(id, parent_id, content, depth) AS ("
+        " SELECT id, parent_id, content, depth FROM threadloom_messages WHERE session_id = :sid AND id = :leaf"
+        " UNION ALL"
+        " SELECT m.id, m.parent_id, m.content, m.depth FROM threadloom_messages m JOIN path p"
+        " ON m.session_id = :sid AND m.id = p.parent_id"
+        ") SELECT id, content FROM path ORDER BY depth"
+    )
+    path_ids_up = (
+        "WITH RECURSIVE path(id, parent_id, steps) AS ("
+        " SELECT id, parent_id, 0 FROM threadloom_messages WHERE session_id = :sid AND id = :start"
+        " UNION ALL"
+        " SELECT m.id, m.parent_id, p.steps + 1 FROM threadloom_messages m JOIN path p"
+        " ON m.session_id = :sid AND m.id = p.parent_id WHERE p.steps < :max_steps"
+        ") SELECT id FROM path ORDER BY steps"
+    )
+    subtree = (
+        "WITH RECURSIVE sub(id, parent_id, tokens, level) AS ("
+        " SELECT id, parent_id, tokens, 0 FROM threadloom_messages WHERE session_id = :sid AND id = :root"
+        " UNION ALL"
+        " SELECT m.id, m.parent_id, m.tokens, s.level + 1 FROM threadloom_messages m JOIN sub s"
+        " ON m.session_id = :sid AND m.parent_id = s.id"
+        ") SELECT id, parent_id, tokens FROM sub ORDER BY level"
+    )
+    clear_messages = "DELETE FROM threadloom_messages WHERE session_id = :sid"
+    clear_head = "UPDATE threadloom_session_heads SET leaf_id = NULL WHERE session_id = :sid"
+
+    # The vector lives in the message row: rewriting or deleting the row is the unindexing.
+    index_message = (
+        "UPDATE threadloom_messages SET search_vector = CAST(:vector AS tsvector) WHERE session_id = :sid AND id = :id"
+    )
+    unindex_message = ""
+    unindex_session = ""
+    # Results carry the stored message; the provider turns it into the searched text.
+    search_session = (
+        "SELECT m.id, m.role, m.content, m.created_at, m.session_id FROM threadloom_messages m "
+        f"WHERE m.session_id = :sid AND m.search_vector @@ {_MATCH} "
+        f"ORDER BY ts_rank(m.search_vector, {_MATCH}) DESC, m.seq LIMIT :limit"
+    )
+    # One index probe per session of the namespace (LATERAL), so other tenants' rows are never read.
+    search_namespace = (
+        "SELECT hit.id, hit.role, hit.content, hit.created_at, hit.session_id FROM threadloom_sessions s "
+        "CROSS JOIN LATERAL (SELECT m.id, m.role, m.content, m.created_at, m.session_id, m.seq, "
+        f"ts_rank(m.search_vector, {_MATCH}) AS rank FROM threadloom_messages m "
+        f"WHERE m.session_id = s.id AND m.search_vector @@ {_MATCH}) hit "
+        "WHERE s.namespace = :namespace ORDER BY hit.rank DESC, hit.session_id, hit.seq LIMIT :limit"
+    )
+
+    get_compactions = (
+        "SELECT id, summary, from_message_id, to_message_id, created_at FROM threadloom_compactions "
+        "WHERE session_id = :sid ORDER BY seq"
+    )
+    get_compaction_targets = "SELECT DISTINCT to_message_id FROM threadloom_compactions WHERE session_id = :sid"
+    get_latest_compaction_id = "SELECT id FROM threadloom_compactions WHERE session_id = :sid ORDER BY seq DESC LIMIT 1"
+    find_compaction_by_request = (
+        "SELECT id, summary, from_message_id, to_message_id, created_at FROM threadloom_compactions "
+        "WHERE session_id = :sid AND request_key = :request_key"
+    )
+    insert_compaction = (
+        "INSERT INTO threadloom_compactions "
+        "(session_id, id, seq, summary, from_message_id, to_message_id, request_key, created_at) "
+        "VALUES (:sid, :id, :seq, :summary, :from_id, :to_id, :request_key, :created_at)"
+    )
+    compactions_touching = (
+        "SELECT id, from_message_id, to_message_id FROM threadloom_compactions "
+        "WHERE session_id = :sid AND (from_message_id = :id OR to_message_id = :id)"
+    )
+    delete_compaction = "DELETE FROM threadloom_compactions WHERE session_id = :sid AND id = :id"
+    clear_compactions = "DELETE FROM threadloom_compactions WHERE session_id = :sid"
+
+    get_block = "SELECT content FROM threadloom_context_blocks WHERE key = :key"
+    upsert_block = (
+        "INSERT INTO threadloom_context_blocks (key, session_id, content, updated_at) "
+        "VALUES (:key, :sid, :content, :now) "
+        "ON CONFLICT (key) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at"
+    )
+    insert_block_if_absent = (
+        "INSERT INTO threadloom_context_blocks (key, session_id, content, updated_at) "
+        "VALUES (:key, :sid, :content, :now) ON CONFLICT (key) DO NOTHING"
+    )
+    delete_block = "DELETE FROM threadloom_context_blocks WHERE key = :key"
+    delete_session_blocks = "DELETE FROM threadloom_context_blocks WHERE session_id = :sid"
+
+    count_entries = "SELECT COUNT(*) FROM threadloom_search_entries WHERE scope = :scope AND label = :label"
+    upsert_entry = (
+        "INSERT INTO threadloom_search_entries (scope, label, key, content, created_at, updated_at) "
+        "VALUES (:scope, :label, :key, :content, :now, :now) "
+        "ON CONFLICT (scope, label, key) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at"
+    )
+    unindex_entry = ""
+    index_entry = (
+        "UPDATE threadloom_search_entries SET search_vector = CAST(:vector AS tsvector) "
+        "WHERE scope = :scope AND label = :label AND key = :key"
+    )
+    search_entries = (
+        "SELECT e.key, e.content FROM threadloom_search_entries e "
+        f"WHERE e.scope = :scope AND e.label = :label AND e.search_vector @@ {_MATCH} "
+        f"ORDER BY ts_rank(e.search_vector, {_MATCH}) DESC, e.key LIMIT :limit"
+    )
+
+    get_loaded_skills = "SELECT skill_id FROM threadloom_loaded_skills WHERE session_id = :sid ORDER BY skill_id"
+    clear_loaded_skills = "DELETE FROM threadloom_loaded_skills WHERE session_id = :sid"
+    add_loaded_skill = (
+        "INSERT INTO threadloom_loaded_skills (session_id, skill_id) VALUES (:sid, :skill_id) "
+        "ON CONFLICT (session_id, skill_id) DO NOTHING"
+    )
+
+    insert_session = (
+        "INSERT INTO threadloom_sessions (id, namespace, name, parent_session_id, model, source, created_at, "
+        "updated_at, activity_seq) VALUES (:id, :namespace, :name, :parent_session_id, :model, :source, :now, :now, "
+        f"{_NEXT_ACTIVITY})"
+    )
+    get_session = f"SELECT {_SESSION_COLUMNS} FROM threadloom_sessions WHERE namespace = :namespace AND id = :id"
+    count_sessions = "SELECT COUNT(*) FROM threadloom_sessions WHERE namespace = :namespace"
+    list_sessions = (
+        f"SELECT {_SESSION_COLUMNS} FROM threadloom_sessions WHERE namespace = :namespace "
+        "ORDER BY activity_seq DESC, id DESC LIMIT :limit"
+    )
+    list_sessions_after = (
+        f"SELECT {_SESSION_COLUMNS} FROM threadloom_sessions WHERE namespace = :namespace "
+        "AND (activity_seq < :after_seq OR (activity_seq = :after_seq AND id < :after_id)) "
+        "ORDER BY activity_seq DESC, id DESC LIMIT :limit"
+    )
+    rename_session = (
+        "UPDATE threadloom_sessions SET name = :name, updated_at = :now, "
+        f"activity_seq = {_NEXT_ACTIVITY} WHERE namespace = :namespace AND id = :id"
+    )
+    touch_session = (
+        f"UPDATE threadloom_sessions SET updated_at = :now, activity_seq = {_NEXT_ACTIVITY} "
+        "WHERE namespace = :namespace AND id = :id"
+    )
+    add_usage = (
+        "UPDATE threadloom_sessions SET input_tokens = input_tokens + :input_tokens, "
+        "output_tokens = output_tokens + :output_tokens, estimated_cost = estimated_cost + :cost, updated_at = :now, "
+        f"activity_seq = {_NEXT_ACTIVITY} "
+        "WHERE namespace = :namespace AND id = :id"
+    )
+    end_session = (
+        "UPDATE threadloom_sessions SET end_reason = :reason, updated_at = :now, "
+        f"activity_seq = {_NEXT_ACTIVITY} "
+        "WHERE namespace = :namespace AND id = :id"
+    )
+    delete_session = "DELETE FROM threadloom_sessions WHERE namespace = :namespace AND id = :id"
+    delete_head = "DELETE FROM threadloom_session_heads WHERE session_id = :sid"
+
+    # ------------------------------------------------ PostgreSQL-only statements
+
+    # The whole append (one message or a chain) in one call; see migrations/0001_initial.sql.
+    append = (
+        "SELECT out_id, out_parent_id, out_inserted FROM threadloom_append("
+        "CAST(:sid AS text), CAST(:ids AS text[]), CAST(:roles AS text[]), CAST(:contents AS text[]), "
+        "CAST(:tokens AS bigint[]), CAST(:vectors AS text[]), CAST(:parent_omitted AS boolean), "
+        "CAST(:parent_id AS text), CAST(:expected_leaf_id AS text), CAST(:created_at AS timestamptz))"
+    )
+    # The history and the overlays in one statement (one snapshot, one round trip): kind 0
+    # rows are path messages (ord = depth), kind 1 rows are overlays (ord = seq). Left
+    # unsorted on purpose: sorting wide rows server-side can spill to disk.
+    history = (
+        "WITH RECURSIVE path(id, parent_id, content, depth) AS ("
+        f" SELECT id, parent_id, content, depth FROM threadloom_messages WHERE session_id = :sid AND id = {_LEAF}"
+        " UNION ALL"
+        " SELECT m.id, m.parent_id, m.content, m.depth FROM threadloom_messages m JOIN path p"
+        " ON m.session_id = :sid AND m.id = p.parent_id"
+        ") SELECT 0, depth, content, NULL, NULL, NULL, NULL FROM path"
+        " UNION ALL"
+        " SELECT 1, c.seq, c.id, c.summary, c.from_message_id, c.to_message_id, c.created_at"
+        " FROM threadloom_compactions c WHERE c.session_id = :sid"
+        " AND EXISTS (SELECT 1 FROM path)"
+    )
+    raw_path = (
+        "WITH RECURSIVE path(id, parent_id, content, depth) AS ("
+        f" SELECT id, parent_id, content, depth FROM threadloom_messages WHERE session_id = :sid AND id = {_LEAF}"
+        " UNION ALL"
+        " SELECT m.id, m.parent_id, m.content, m.depth FROM threadloom_messages m JOIN path p"
+        " ON m.session_id = :sid AND m.id = p.parent_id"
+        ") SELECT depth, content FROM path"
+    )
+    latest_leaf_content = (
+        "SELECT m.content FROM threadloom_session_heads h JOIN threadloom_messages m "
+        "ON m.session_id = h.session_id AND m.id = h.leaf_id WHERE h.session_id = :sid"
+    )
+    leaf_depth = f"SELECT depth FROM threadloom_messages WHERE session_id = :sid AND id = {_LEAF}"
+    message_estimate = "SELECT path_tokens FROM threadloom_messages WHERE session_id = :sid AND id = :id"
+
+    migration_lock = f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})"
+    migrations_table_exists = "SELECT to_regclass('threadloom_schema_migrations') IS NOT NULL"
+    applied_versions = "SELECT version FROM threadloom_schema_migrations"
+    record_migration = (
+        "INSERT INTO threadloom_schema_migrations (version, name, applied_at) "
+        "VALUES (:version, :name, CAST(:applied_at AS timestamptz))"
+    )
+
+    @classmethod
+    def index_params(cls, text: str) -> dict[str, Any]:
+        return {"vector": to_tsvector_literal(text)}
+
+    @classmethod
+    def match_param(cls, query: str) -> str | None:
+        return to_tsquery_literal(parse_query(query))

@@ -1,0 +1,220 @@
+"""The message tree on PostgreSQL: the shared SQL logic with fewer network round trips.
+
+On SQLite a statement costs microseconds; on PostgreSQL each one is a round trip (three,
+for a statement with parameters, the way pg8000 sends them), more through RDS Proxy. The
+shared :class:`SqlSessionProvider` runs about eight statements per append inside an
+explicit transaction; here an append is one call of the ``threadloom_append`` function
+(created by the migrations) that performs the same steps in the same order under the same
+head-row lock, committed on its own. Hot reads are single statements for the same reason.
+Everything else, and the rare append whose id ends a compaction overlay (its running
+token estimate must be rebuilt in Python), goes through the shared code unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from threadloom.compaction.overlays import apply_compactions
+from threadloom.core.messages import parse_stored_message
+from threadloom.errors import ConflictError, NotFoundError
+from threadloom.records import OMITTED, AppendResult, Message, Omitted, SearchResult, StoredCompaction
+from threadloom.search import searchable_text
+from threadloom.storage.database import to_timestamp_text, utc_now
+from threadloom.storage.postgres.connection import sqlstate
+from threadloom.storage.postgres.sql import PostgresSql
+from threadloom.storage.registry import SqlSessionRegistry
+from threadloom.storage.tree import SqlSessionProvider, _PreparedMessage
+
+if TYPE_CHECKING:
+    import builtins
+
+    from threadloom.storage.database import Params
+    from threadloom.storage.postgres.database import PostgresDatabase
+
+# SQLSTATEs raised by threadloom_append (see migrations/0001_initial.sql).
+_TAKE_GENERAL_PATH = "TL001"
+_PARENT_MISSING = "TL404"
+_LEAF_MOVED = "TL409"
+
+
+class PostgresSessionProvider(SqlSessionProvider):
+    """Session storage for one session id on PostgreSQL (same observable behaviour as SQLite)."""
+
+    _database: PostgresDatabase
+
+    def __init__(self, database: PostgresDatabase, session_id: str) -> None:
+        super().__init__(database, PostgresSql, session_id)
+
+    def _one_read(self, sql: str, **values: Any) -> list[list[Any]]:
+        return self._database.query_once(sql, self._params(**values))
+
+    # ------------------------------------------------------------------ reads
+
+    def get_message(self, message_id: str) -> Message | None:
+        rows = self._one_read(PostgresSql.get_message, id=message_id)
+        return parse_stored_message(rows[0][0]) if rows else None
+
+    def get_latest_leaf_id(self) -> str | None:
+        rows = self._one_read(PostgresSql.get_head_leaf)
+        return rows[0][0] if rows else None
+
+    def get_latest_leaf(self) -> Message | None:
+        rows = self._one_read(PostgresSql.latest_leaf_content)
+        return parse_stored_message(rows[0][0]) if rows else None
+
+    def get_history(self, leaf_id: str | None = None) -> list[Message]:
+        """Root→leaf with overlays applied, read in one statement."""
+        path: list[tuple[int, str]] = []
+        compactions: list[tuple[int, StoredCompaction]] = []
+        for kind, order, first, summary, from_id, to_id, created_at in self._one_read(
+            PostgresSql.history, leaf=leaf_id
+        ):
+            if kind == 0:
+                path.append((order, first))
+            else:
+                stored = StoredCompaction(
+                    id=first,
+                    summary=summary,
+                    from_message_id=from_id,
+                    to_message_id=to_id,
+                    created_at=to_timestamp_text(created_at),
+                )
+                compactions.append((order, stored))
+        messages = _ordered_messages(path)
+        if not compactions:
+            return messages
+        compactions.sort(key=lambda item: item[0])
+        return apply_compactions(messages, [compaction for _, compaction in compactions])
+
+    def get_raw_path(self, leaf_id: str | None = None) -> list[Message]:
+        rows = self._one_read(PostgresSql.raw_path, leaf=leaf_id)
+        return _ordered_messages([(depth, content) for depth, content in rows])
+
+    def get_branches(self, message_id: str) -> list[Message]:
+        rows = self._one_read(PostgresSql.get_children, id=message_id)
+        return [message for (content,) in rows if (message := parse_stored_message(content)) is not None]
+
+    def get_path_length(self, leaf_id: str | None = None) -> int:
+        rows = self._one_read(PostgresSql.leaf_depth, leaf=leaf_id)
+        return int(rows[0][0]) + 1 if rows else 0
+
+    def get_token_estimate(self, leaf_id: str | None = None) -> int:
+        if leaf_id is None:
+            rows = self._one_read(PostgresSql.get_leaf_estimate)
+        else:
+            rows = self._one_read(PostgresSql.message_estimate, id=leaf_id)
+        return int(rows[0][0]) if rows else 0
+
+    def get_compactions(self) -> list[StoredCompaction]:
+        return [
+            StoredCompaction(
+                id=row[0],
+                summary=row[1],
+                from_message_id=row[2],
+                to_message_id=row[3],
+                created_at=to_timestamp_text(row[4]),
+            )
+            for row in self._one_read(PostgresSql.get_compactions)
+        ]
+
+    def get_latest_compaction_id(self) -> str | None:
+        rows = self._one_read(PostgresSql.get_latest_compaction_id)
+        return rows[0][0] if rows else None
+
+    def search_messages(self, query: str, limit: int = 20) -> list[SearchResult]:
+        match = PostgresSql.match_param(query)
+        if match is None or limit <= 0:
+            return []
+        return [search_result(row) for row in self._one_read(PostgresSql.search_session, match=match, limit=int(limit))]
+
+    # ----------------------------------------------------------------- writes
+
+    def append_message(
+        self,
+        message: Message,
+        parent_id: str | Omitted | None = OMITTED,
+        *,
+        expected_leaf_id: str | None = None,
+    ) -> AppendResult:
+        prepared = _PreparedMessage(message)
+        rows = self._call_append([prepared], parent_id, expected_leaf_id)
+        if rows is None:
+            return super().append_message(message, parent_id, expected_leaf_id=expected_leaf_id)
+        message_id, parent, inserted = rows[0]
+        return AppendResult(id=message_id, parent_id=parent, inserted=bool(inserted))
+
+    def append_chain(
+        self, messages: list[Message], parent_id: str | Omitted | None = OMITTED
+    ) -> tuple[str | None, bool]:
+        if not messages:
+            return super().append_chain(messages, parent_id)
+        prepared = [_PreparedMessage(message) for message in messages]
+        rows = self._call_append(prepared, parent_id, None)
+        if rows is None:
+            return super().append_chain(messages, parent_id)
+        return rows[-1][0], any(row[2] for row in rows)
+
+    def _call_append(
+        self, prepared: list[_PreparedMessage], parent_id: str | Omitted | None, expected_leaf_id: str | None
+    ) -> list[list[Any]] | None:
+        """Run ``threadloom_append``; None means "take the shared path" (nothing was written)."""
+        omitted = isinstance(parent_id, Omitted)
+        params: Params = self._params(
+            ids=[item.id for item in prepared],
+            roles=[item.role for item in prepared],
+            contents=[item.content for item in prepared],
+            tokens=[item.tokens for item in prepared],
+            vectors=[PostgresSql.index_params(item.text)["vector"] for item in prepared],
+            parent_omitted=omitted,
+            parent_id=None if omitted else parent_id,
+            expected_leaf_id=expected_leaf_id,
+            created_at=utc_now(),
+        )
+        try:
+            return self._database.execute_once(PostgresSql.append, params)
+        except Exception as error:
+            code = sqlstate(error)
+            if code == _TAKE_GENERAL_PATH:
+                return None
+            if code == _LEAF_MOVED:
+                leaf = json.loads(error.args[0].get("D") or "{}").get("leaf")
+                raise ConflictError(
+                    f"Expected the latest leaf to be {expected_leaf_id!r} but it is {leaf!r}; reload and retry"
+                ) from None
+            if code == _PARENT_MISSING:
+                parent = error.args[0].get("D")
+                raise NotFoundError(f"Parent message {parent!r} not found in session {self.session_id!r}") from None
+            raise
+
+
+class PostgresSessionRegistry(SqlSessionRegistry):
+    """The shared registry; search hits carry the searched text, rebuilt from the stored message."""
+
+    def search(self, query: str, *, limit: int = 20) -> builtins.list[SearchResult]:
+        match = PostgresSql.match_param(query)
+        if match is None or limit <= 0:
+            return []
+        database: PostgresDatabase = self._database  # type: ignore[assignment]
+        rows = database.query_once(
+            PostgresSql.search_namespace, {"match": match, "namespace": self.namespace, "limit": int(limit)}
+        )
+        return [search_result(row) for row in rows]
+
+
+def search_result(row: list[Any]) -> SearchResult:
+    """A hit as SQLite reports it: ``content`` is the indexed text (the text parts joined)."""
+    message = parse_stored_message(row[2])
+    return SearchResult(
+        id=row[0],
+        role=row[1],
+        content=searchable_text(message) if message is not None else "",
+        created_at=to_timestamp_text(row[3]),
+        session_id=row[4],
+    )
+
+
+def _ordered_messages(path: list[tuple[int, str]]) -> list[Message]:
+    """Messages root first; the recursive query yields them leaf first, so this is a reverse."""
+    path.sort(key=lambda item: item[0])
+    return [message for _, content in path if (message := parse_stored_message(content)) is not None]
