@@ -87,6 +87,7 @@ class SessionManager:
         self._registry = store.registry(namespace)
         self._contexts: builtins.list[tuple[str, dict[str, Any]]] = []
         self._cached_prompt: WritableContextProvider | bool = False
+        self._prompt_factory: Callable[[str], WritableContextProvider] | None = None
         self._compaction_fn: CompactFunction | None = None
         self._threshold: int | None = None
         self._token_counter: Callable[[TokenCountInput], float] | None = None
@@ -113,8 +114,19 @@ class SessionManager:
         self._contexts.append((label, {"description": description, "max_tokens": max_tokens, "provider": provider}))
         return self
 
-    def with_cached_prompt(self, provider: WritableContextProvider | None = None) -> SessionManager:
+    def with_cached_prompt(
+        self,
+        provider: WritableContextProvider | None = None,
+        *,
+        per_session: Callable[[str], WritableContextProvider] | None = None,
+    ) -> SessionManager:
+        """Persist each session's frozen prompt: to ``provider``, to ``per_session(session_id)``, or to the store.
+
+        ``per_session`` exists because a prompt store such as ``DynamoDBPromptStore`` holds one
+        prompt, so every session needs its own instance.
+        """
         self._cached_prompt = provider if provider is not None else True
+        self._prompt_factory = per_session
         return self
 
     def on_compaction(self, fn: CompactFunction) -> SessionManager:
@@ -156,7 +168,9 @@ class SessionManager:
         session = Session.create(self.store).for_session(session_id).in_namespace(self.namespace)
         for label, options in self._contexts:
             session.with_context(label, **options)
-        if self._cached_prompt is True:
+        if self._prompt_factory is not None:
+            session.with_cached_prompt(self._prompt_factory(session_id))
+        elif self._cached_prompt is True:
             session.with_cached_prompt()
         elif self._cached_prompt is not False:
             session.with_cached_prompt(self._cached_prompt)

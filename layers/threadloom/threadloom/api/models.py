@@ -1,0 +1,314 @@
+"""Request and response bodies of the HTTP API (camelCase on the wire, snake_case in Python).
+
+They are the OpenAPI contract: routers annotate their parameters and return types
+with these, and Powertools validates both directions.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from threadloom.records import ContextBlock, SearchResult, SessionInfo, StoredCompaction  # noqa: TC001
+
+Id = Annotated[str, Field(min_length=1, max_length=512)]
+
+
+class ApiModel(BaseModel):
+    """camelCase aliases, populated by name too; unknown request fields are rejected."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+
+
+class MessageIn(BaseModel):
+    """A UIMessage-compatible message: ``id``, ``role``, ``parts`` plus any other fields, stored unchanged."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: Id
+    role: Annotated[str, Field(min_length=1, max_length=64)]
+    parts: list[Any]
+
+    def as_message(self) -> dict[str, Any]:
+        return self.model_dump()
+
+
+# ---------------------------------------------------------------- sessions
+
+
+class SessionCreate(ApiModel):
+    name: Annotated[str, Field(max_length=1024)] = ""
+    parent_session_id: str | None = None
+    model: str | None = None
+    source: str | None = None
+
+
+class SessionRename(ApiModel):
+    name: Annotated[str, Field(max_length=1024)]
+
+
+class SessionOut(ApiModel):
+    id: str
+    name: str
+    parent_session_id: str | None
+    model: str | None
+    source: str | None
+    input_tokens: int
+    output_tokens: int
+    estimated_cost: float
+    end_reason: str | None
+    created_at: str
+    updated_at: str
+
+    @classmethod
+    def of(cls, info: SessionInfo) -> SessionOut:
+        return cls(
+            id=info.id,
+            name=info.name,
+            parent_session_id=info.parent_session_id,
+            model=info.model,
+            source=info.source,
+            input_tokens=info.input_tokens,
+            output_tokens=info.output_tokens,
+            estimated_cost=info.estimated_cost,
+            end_reason=info.end_reason,
+            created_at=info.created_at,
+            updated_at=info.updated_at,
+        )
+
+
+class SessionPage(ApiModel):
+    sessions: list[SessionOut]
+    next_cursor: str | None = None
+
+
+class Deleted(ApiModel):
+    deleted: bool = True
+
+
+# ---------------------------------------------------------------- messages
+
+
+class AppendIn(ApiModel):
+    """One ``message`` or a chain of ``messages``; ``parentId`` omitted = latest leaf, null = new root."""
+
+    message: MessageIn | None = None
+    messages: Annotated[list[MessageIn], Field(min_length=1, max_length=500)] | None = None
+    parent_id: str | None = None
+    expected_leaf_id: str | None = None
+
+
+class AppendOut(ApiModel):
+    id: str | None
+    parent_id: str | None = None
+    inserted: bool
+    ids: list[str] | None = None
+
+
+class MessageOut(ApiModel):
+    message: dict[str, Any]
+
+
+class MessageList(ApiModel):
+    messages: list[dict[str, Any]]
+
+
+class LeafOut(ApiModel):
+    message: dict[str, Any] | None
+
+
+class HistoryPage(ApiModel):
+    messages: list[dict[str, Any]]
+    leaf_id: str | None
+    total: int
+    next_cursor: str | None = None
+
+
+class MessagesDeleted(ApiModel):
+    deleted: list[str]
+
+
+# ------------------------------------------------------------------ search
+
+
+class SearchHit(ApiModel):
+    id: str
+    role: str
+    content: str
+    created_at: str
+    session_id: str
+
+    @classmethod
+    def of(cls, hit: SearchResult) -> SearchHit:
+        return cls(id=hit.id, role=hit.role, content=hit.content, created_at=hit.created_at, session_id=hit.session_id)
+
+
+class SearchOut(ApiModel):
+    results: list[SearchHit]
+
+
+# ----------------------------------------------------- fork, split, compact
+
+
+class ForkIn(ApiModel):
+    at_message_id: Id
+    name: Annotated[str, Field(max_length=1024)] = ""
+
+
+class SplitIn(ApiModel):
+    summary: Annotated[str, Field(min_length=1)]
+    name: str | None = None
+
+
+class UsageIn(ApiModel):
+    input_tokens: Annotated[int, Field(ge=0)]
+    output_tokens: Annotated[int, Field(ge=0)]
+    cost: Annotated[float, Field(ge=0)] = 0.0
+
+
+class CompactIn(ApiModel):
+    leaf_id: str | None = None
+
+
+class CompactionOut(ApiModel):
+    id: str
+    summary: str
+    from_message_id: str
+    to_message_id: str
+    created_at: str
+
+    @classmethod
+    def of(cls, stored: StoredCompaction) -> CompactionOut:
+        return cls(
+            id=stored.id,
+            summary=stored.summary,
+            from_message_id=stored.from_message_id,
+            to_message_id=stored.to_message_id,
+            created_at=stored.created_at,
+        )
+
+
+class CompactionList(ApiModel):
+    compactions: list[CompactionOut]
+
+
+class CompactOut(ApiModel):
+    """``queued`` (202, a worker will compact), ``compacted`` or ``nothing_to_compact``."""
+
+    status: Literal["queued", "compacted", "nothing_to_compact"]
+    from_message_id: str | None = None
+    to_message_id: str | None = None
+    summary: str | None = None
+
+
+# ----------------------------------------------------------------- context
+
+
+class ContextBlockOut(ApiModel):
+    label: str
+    description: str | None
+    content: str
+    tokens: int
+    max_tokens: int | None
+    writable: bool
+    is_skill: bool
+    is_searchable: bool
+
+    @classmethod
+    def of(cls, block: ContextBlock) -> ContextBlockOut:
+        return cls(
+            label=block.label,
+            description=block.description,
+            content=block.content,
+            tokens=block.tokens,
+            max_tokens=block.max_tokens,
+            writable=block.writable,
+            is_skill=block.is_skill,
+            is_searchable=block.is_searchable,
+        )
+
+
+class ContextBlockList(ApiModel):
+    blocks: list[ContextBlockOut]
+
+
+class ContextWrite(ApiModel):
+    """Replace the block's content, or append to it (``mode: append``)."""
+
+    content: str
+    mode: Literal["replace", "append"] = "replace"
+
+
+class SystemPromptOut(ApiModel):
+    system_prompt: str
+
+
+ToolFormat = Literal["json-schema", "bedrock", "openai", "anthropic"]
+
+
+class ToolsOut(ApiModel):
+    format: ToolFormat
+    tools: Any
+
+
+class ToolCallIn(ApiModel):
+    input: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolCallOut(ApiModel):
+    output: str
+
+
+class HealthOut(ApiModel):
+    status: Literal["ok", "degraded"]
+    storage: Literal["reachable", "unreachable"]
+
+
+class ErrorBody(ApiModel):
+    code: str
+    message: str
+
+
+class ErrorOut(ApiModel):
+    """The error envelope of every 4xx/5xx answer."""
+
+    error: ErrorBody
+
+
+__all__ = [
+    "AppendIn",
+    "AppendOut",
+    "CompactIn",
+    "CompactOut",
+    "CompactionList",
+    "CompactionOut",
+    "ContextBlockList",
+    "ContextBlockOut",
+    "ContextWrite",
+    "Deleted",
+    "ErrorBody",
+    "ErrorOut",
+    "ForkIn",
+    "HealthOut",
+    "HistoryPage",
+    "LeafOut",
+    "MessageIn",
+    "MessageList",
+    "MessageOut",
+    "MessagesDeleted",
+    "SearchHit",
+    "SearchOut",
+    "SessionCreate",
+    "SessionOut",
+    "SessionPage",
+    "SessionRename",
+    "SplitIn",
+    "SystemPromptOut",
+    "ToolCallIn",
+    "ToolCallOut",
+    "ToolFormat",
+    "ToolsOut",
+    "UsageIn",
+]

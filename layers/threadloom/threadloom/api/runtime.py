@@ -1,0 +1,337 @@
+"""Process-wide wiring of the app: settings from the environment, the store, one manager per tenant.
+
+Lambda keeps an execution environment alive between invocations, so everything here is
+built on first use and cached for the life of the process; importing this module does
+no I/O and reads no environment variable (``get_runtime()`` does, once).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import json
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from threadloom.api.profile import Profile, load_profile
+from threadloom.core.manager import SessionManager
+from threadloom.errors import ValidationError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from threadloom.compaction.function import CompactFunction
+    from threadloom.compaction.queue import CompactionQueue, CompactionRequest
+    from threadloom.providers.protocols import ContextProvider, WritableContextProvider
+
+logger = logging.getLogger(__name__)
+
+Backend = Literal["sqlite", "postgres"]
+CompactionMode = Literal["sqs", "in-process", "inline"]
+DEFAULT_SQLITE_PATH = "/tmp/threadloom.db"  # Lambda's only writable folder
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Deployment settings, read once from ``THREADLOOM_*`` variables (see ``events/env.local.json``)."""
+
+    backend: Backend = "sqlite"
+    sqlite_path: str = DEFAULT_SQLITE_PATH
+    skills_bucket: str | None = None
+    skills_prefix: str = ""
+    skills_dir: str | None = None
+    prompt_table: str | None = None
+    compaction_queue_url: str | None = None
+    compaction_mode: CompactionMode = "in-process"
+    tenant_claim: str = "sub"
+    profile_path: str | None = None
+    idempotency_table: str | None = None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Read the settings; bad values raise ``ValidationError`` naming the variable."""
+        env = os.environ if environ is None else environ
+
+        def get(name: str) -> str | None:
+            value = env.get(name, "").strip()
+            return value or None
+
+        backend = (get("THREADLOOM_BACKEND") or "sqlite").lower()
+        if backend not in ("sqlite", "postgres"):
+            raise ValidationError(f"THREADLOOM_BACKEND must be sqlite or postgres, not {backend!r}")
+        queue_url = get("THREADLOOM_COMPACTION_QUEUE_URL")
+        mode = (get("THREADLOOM_COMPACTION_MODE") or ("sqs" if queue_url else "in-process")).lower()
+        if mode not in ("sqs", "in-process", "inline"):
+            raise ValidationError(f"THREADLOOM_COMPACTION_MODE must be sqs, in-process or inline, not {mode!r}")
+        if mode == "sqs" and not queue_url:
+            raise ValidationError("THREADLOOM_COMPACTION_MODE=sqs needs THREADLOOM_COMPACTION_QUEUE_URL")
+        return cls(
+            backend=backend,  # type: ignore[arg-type]
+            sqlite_path=get("THREADLOOM_SQLITE_PATH") or DEFAULT_SQLITE_PATH,
+            skills_bucket=get("THREADLOOM_SKILLS_BUCKET"),
+            skills_prefix=env.get("THREADLOOM_SKILLS_PREFIX", ""),
+            skills_dir=get("THREADLOOM_SKILLS_DIR"),
+            prompt_table=get("THREADLOOM_PROMPT_TABLE"),
+            compaction_queue_url=queue_url,
+            compaction_mode=mode,  # type: ignore[arg-type]
+            tenant_claim=get("THREADLOOM_TENANT_CLAIM") or "sub",
+            profile_path=get("THREADLOOM_PROFILE"),
+            idempotency_table=get("THREADLOOM_IDEMPOTENCY_TABLE"),
+        )
+
+
+class StaticTextProvider:
+    """A read-only block whose content is fixed by the profile."""
+
+    def __init__(self, content: str) -> None:
+        self._content = content
+
+    def get(self) -> str | None:
+        return self._content
+
+
+def request_key(request: CompactionRequest) -> str:
+    """The fencing key of a queued request: SHA-256 of ``(namespace, session_id, leaf_id)`` (as the SQS dedup id)."""
+    return hashlib.sha256(json.dumps(list(request.dedup_key)).encode("utf-8")).hexdigest()
+
+
+class Runtime:
+    """The store, the queue and the per-tenant managers of one process.
+
+    Parameters
+    ----------
+    settings:
+        Deployment settings (``Settings.from_env()`` by default).
+    profile:
+        The deployment profile (read from ``settings.profile_path`` or the bundled default when omitted).
+    store:
+        A ready store, for tests; otherwise built from the settings on first use.
+    """
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        profile: Profile | None = None,
+        store: Any = None,
+        queue: CompactionQueue | None = None,
+    ) -> None:
+        self.settings = settings if settings is not None else Settings.from_env()
+        self._profile = profile
+        self._store = store
+        self._queue = queue
+        self._queue_built = queue is not None
+        self._managers: dict[str, SessionManager] = {}
+        self._skills: ContextProvider | None = None
+        self._compact_fn: CompactFunction | None = None
+        self._lock = threading.RLock()
+
+    # ------------------------------------------------------------ components
+
+    @property
+    def profile(self) -> Profile:
+        if self._profile is None:
+            self._profile = load_profile(self.settings.profile_path)
+        return self._profile
+
+    @property
+    def store(self) -> Any:
+        """The SQLite or PostgreSQL store (Postgres imported only when selected)."""
+        with self._lock:
+            if self._store is None:
+                self._store = self._build_store()
+            return self._store
+
+    def _build_store(self) -> Any:
+        if self.settings.backend == "postgres":
+            module = importlib.import_module("threadloom.storage.postgres.store")
+            return module.PostgresStore.from_environment()
+        from threadloom.storage.sqlite.store import SqliteStore
+
+        Path(self.settings.sqlite_path).parent.mkdir(parents=True, exist_ok=True)
+        return SqliteStore(self.settings.sqlite_path)
+
+    @property
+    def queue(self) -> CompactionQueue | None:
+        """SQS FIFO in Lambda, a background thread locally, or None (``inline``: compact on the request)."""
+        with self._lock:
+            if not self._queue_built:
+                self._queue = self._build_queue()
+                self._queue_built = True
+            return self._queue
+
+    def _build_queue(self) -> CompactionQueue | None:
+        mode = self.settings.compaction_mode
+        if mode == "sqs":
+            from threadloom.compaction.sqs_queue import SqsCompactionQueue
+
+            return SqsCompactionQueue(self.settings.compaction_queue_url or "")
+        if mode == "inline":
+            return None
+        from threadloom.compaction.queue import InProcessCompactionQueue
+
+        return InProcessCompactionQueue(self._compaction_handler())
+
+    def _compaction_handler(self) -> Callable[[CompactionRequest], None]:
+        """The worker's handler when the worker module exists, else a direct fenced compaction."""
+        if importlib.util.find_spec("threadloom.compaction.worker") is not None:
+            worker_module = importlib.import_module("threadloom.compaction.worker")
+            worker = worker_module.CompactionWorker(self.manager)
+            return worker.handle  # type: ignore[no-any-return]
+
+        def handle(request: CompactionRequest) -> None:
+            manager = self.manager(request.namespace)
+            if manager.get(request.session_id) is None:
+                return
+            manager.get_session(request.session_id).compact(leaf_id=request.leaf_id, request_key=request_key(request))
+
+        return handle
+
+    def skills_provider(self) -> ContextProvider | None:
+        """The configured skill store (shared by every tenant), or None when none is configured."""
+        settings = self.settings
+        if settings.skills_bucket:
+            from threadloom.providers.s3_skills import S3SkillProvider
+
+            return S3SkillProvider(settings.skills_bucket, prefix=settings.skills_prefix)
+        if settings.skills_dir:
+            from threadloom.providers.local_skills import LocalSkillProvider
+
+            return LocalSkillProvider(settings.skills_dir)
+        return None
+
+    def compact_function(self) -> CompactFunction | None:
+        spec = self.profile.compaction
+        if not spec.enabled:
+            return None
+        if self._compact_fn is None:
+            from threadloom.compaction.function import create_compact_function
+
+            summarizer: Callable[[str], str]
+            if spec.summarizer.kind == "bedrock":
+                from threadloom.compaction.summarizers.bedrock import BedrockSummarizer
+
+                summarizer = BedrockSummarizer(spec.summarizer.model_id or "", max_tokens=spec.summarizer.max_tokens)
+            else:
+                from threadloom.compaction.summarizers.offline import ExtractiveSummarizer
+
+                summarizer = ExtractiveSummarizer()
+            self._compact_fn = create_compact_function(
+                summarizer,
+                protect_head=spec.protect_head,
+                tail_token_budget=spec.tail_token_budget,
+                min_tail_messages=spec.min_tail_messages,
+            )
+        return self._compact_fn
+
+    # --------------------------------------------------------------- tenants
+
+    def manager(self, tenant: str) -> SessionManager:
+        """The configured manager of ``tenant`` (its namespace), built once per process."""
+        with self._lock:
+            manager = self._managers.get(tenant)
+            if manager is None:
+                manager = self._build_manager(tenant)
+                self._managers[tenant] = manager
+            return manager
+
+    def _build_manager(self, tenant: str) -> SessionManager:
+        profile = self.profile
+        store = self.store
+        manager = SessionManager.create(store, namespace=tenant)
+        for block in profile.blocks:
+            provider: ContextProvider | None = None
+            if block.kind == "static":
+                provider = StaticTextProvider(block.content)
+            elif block.kind == "skills":
+                provider = self._skills_for(block.keys, block.prefix)
+                if provider is None:
+                    logger.warning("Skills block %r has no skill store configured; it stays empty", block.label)
+                    provider = StaticTextProvider("")
+            elif block.kind == "search":
+                provider = store.search_provider(scope=tenant)
+            max_tokens = block.max_tokens if block.kind == "writable" else None
+            manager.with_context(block.label, description=block.description, max_tokens=max_tokens, provider=provider)
+        cache = profile.prompt_cache
+        if cache.enabled:
+            if cache.backend == "dynamodb":
+                manager.with_cached_prompt(per_session=self._dynamodb_prompt_factory(tenant))
+            else:
+                manager.with_cached_prompt()
+        if profile.searchable_history:
+            manager.with_searchable_history(profile.searchable_history)
+        compact_fn = self.compact_function()
+        if compact_fn is not None:
+            manager.on_compaction(compact_fn)
+            if profile.compaction.threshold is not None:
+                manager.compact_after(profile.compaction.threshold)
+            queue = self.queue
+            if queue is not None:
+                manager.with_compaction_queue(queue)
+        return manager
+
+    def _skills_for(self, keys: list[str] | None, prefix: str | None) -> ContextProvider | None:
+        settings = self.settings
+        if settings.skills_bucket:
+            from threadloom.providers.s3_skills import S3SkillProvider
+
+            full_prefix = settings.skills_prefix + (prefix or "")
+            return S3SkillProvider(settings.skills_bucket, prefix=full_prefix, keys=keys)
+        if settings.skills_dir:
+            from threadloom.providers.local_skills import LocalSkillProvider
+
+            directory = Path(settings.skills_dir) / prefix if prefix else Path(settings.skills_dir)
+            return LocalSkillProvider(directory, keys=keys)
+        return None
+
+    def _dynamodb_prompt_factory(self, tenant: str) -> Callable[[str], WritableContextProvider]:
+        table = self.settings.prompt_table
+        if not table:
+            raise ValidationError("prompt_cache.backend 'dynamodb' needs THREADLOOM_PROMPT_TABLE")
+        ttl = self.profile.prompt_cache.ttl_seconds
+
+        def factory(session_id: str) -> WritableContextProvider:
+            from threadloom.providers.dynamodb_prompt_store import DynamoDBPromptStore
+
+            return DynamoDBPromptStore(table, f"{tenant}#{session_id}", ttl_seconds=ttl)
+
+        return factory
+
+    # ---------------------------------------------------------------- health
+
+    def storage_reachable(self) -> bool:
+        """One trivial read against the store (used by ``GET /health``)."""
+        try:
+            self.store.registry("__health__").count()
+        except Exception:
+            logger.exception("Storage health check failed")
+            return False
+        return True
+
+
+_runtime: Runtime | None = None
+_runtime_lock = threading.Lock()
+
+
+def get_runtime() -> Runtime:
+    """The process-wide runtime, built from the environment on first call."""
+    global _runtime  # noqa: PLW0603 - one runtime per Lambda execution environment
+    with _runtime_lock:
+        if _runtime is None:
+            _runtime = Runtime()
+        return _runtime
+
+
+def set_runtime(runtime: Runtime | None) -> None:
+    """Replace (or with None, forget) the process-wide runtime; for tests and the local server."""
+    global _runtime  # noqa: PLW0603
+    with _runtime_lock:
+        _runtime = runtime
+
+
+__all__ = ["Runtime", "Settings", "StaticTextProvider", "get_runtime", "request_key", "set_runtime"]

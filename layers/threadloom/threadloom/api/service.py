@@ -1,0 +1,397 @@
+"""The use-cases the HTTP routers call: tenant scoping, limits, pagination and model mapping.
+
+Routers stay one line per endpoint; this module is plain Python over a ``SessionManager``
+so it is tested without events. Every session-level call first checks that the session
+belongs to the manager's namespace: another tenant's session is simply not found.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import TYPE_CHECKING, Any
+
+from threadloom.api.exceptions import PayloadTooLargeError
+from threadloom.api.models import (
+    AppendOut,
+    CompactionList,
+    CompactionOut,
+    CompactOut,
+    ContextBlockList,
+    ContextBlockOut,
+    HistoryPage,
+    LeafOut,
+    MessageList,
+    MessageOut,
+    SearchHit,
+    SearchOut,
+    SessionOut,
+    SessionPage,
+    SystemPromptOut,
+    ToolCallOut,
+    ToolsOut,
+)
+from threadloom.compaction.queue import CompactionRequest
+from threadloom.errors import ConflictError, NotFoundError, ValidationError
+from threadloom.records import OMITTED
+from threadloom.tools.formats import to_anthropic_tools, to_bedrock_tool_config, to_openai_tools
+
+if TYPE_CHECKING:
+    from threadloom.api.models import AppendIn, ToolFormat
+    from threadloom.api.profile import LimitsSpec
+    from threadloom.compaction.queue import CompactionQueue
+    from threadloom.core.manager import SessionManager
+    from threadloom.core.session import Session
+    from threadloom.records import Message, Omitted
+    from threadloom.tools.base import Tool
+
+
+# ------------------------------------------------------------------ helpers
+
+
+def encode_cursor(data: dict[str, Any]) -> str:
+    """An opaque, URL-safe cursor."""
+    raw = json.dumps(data, separators=(",", ":")).encode("utf-8")
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def decode_cursor(cursor: str) -> dict[str, Any]:
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        data = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
+    except (ValueError, binascii.Error, UnicodeError) as exc:
+        raise ValidationError("Invalid cursor") from exc
+    if not isinstance(data, dict):
+        raise ValidationError("Invalid cursor")
+    return data
+
+
+def page_size(limit: int | None, limits: LimitsSpec) -> int:
+    if limit is None:
+        return limits.default_page_size
+    if limit < 1:
+        raise ValidationError("limit must be a positive integer")
+    return min(limit, limits.max_page_size)
+
+
+def check_size(message: Message, limits: LimitsSpec) -> None:
+    """413 for a message whose compact JSON exceeds the profile limit."""
+    size = len(json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
+    if size > limits.max_message_bytes:
+        raise PayloadTooLargeError(
+            f"Message {message.get('id')!r} is {size} bytes; the limit is {limits.max_message_bytes} bytes"
+        )
+
+
+def require_session(manager: SessionManager, session_id: str) -> Session:
+    """The session if it exists in this tenant's namespace, else ``NotFoundError``."""
+    if manager.get(session_id) is None:
+        raise NotFoundError(f"Session {session_id!r} not found")
+    return manager.get_session(session_id)
+
+
+def _require_message(session: Session, session_id: str, message_id: str) -> Message:
+    message = session.get_message(message_id)
+    if message is None:
+        raise NotFoundError(f"Message {message_id!r} not found in session {session_id!r}")
+    return message
+
+
+# ----------------------------------------------------------------- sessions
+
+
+def create_session(
+    manager: SessionManager, name: str, *, parent_session_id: str | None, model: str | None, source: str | None
+) -> SessionOut:
+    if parent_session_id is not None and manager.get(parent_session_id) is None:
+        raise NotFoundError(f"Session {parent_session_id!r} not found")
+    return SessionOut.of(manager.create(name, parent_session_id=parent_session_id, model=model, source=source))
+
+
+def list_sessions(manager: SessionManager, limits: LimitsSpec, *, limit: int | None, cursor: str | None) -> SessionPage:
+    sessions, next_cursor = manager.list_page(limit=page_size(limit, limits), cursor=cursor or None)
+    return SessionPage(sessions=[SessionOut.of(info) for info in sessions], next_cursor=next_cursor)
+
+
+def get_session(manager: SessionManager, session_id: str) -> SessionOut:
+    info = manager.get(session_id)
+    if info is None:
+        raise NotFoundError(f"Session {session_id!r} not found")
+    return SessionOut.of(info)
+
+
+def rename_session(manager: SessionManager, session_id: str, name: str) -> SessionOut:
+    return SessionOut.of(manager.rename(session_id, name))
+
+
+def delete_session(manager: SessionManager, session_id: str) -> None:
+    if not manager.delete(session_id):
+        raise NotFoundError(f"Session {session_id!r} not found")
+
+
+# ----------------------------------------------------------------- messages
+
+
+def append(manager: SessionManager, session_id: str, body: AppendIn, limits: LimitsSpec) -> tuple[AppendOut, bool]:
+    """Append one message or a chain; returns the result and whether anything new was stored."""
+    session = require_session(manager, session_id)
+    if (body.message is None) == (body.messages is None):
+        raise ValidationError("Send exactly one of 'message' or 'messages'")
+    parent: str | Omitted | None = body.parent_id if "parent_id" in body.model_fields_set else OMITTED
+    if body.message is not None:
+        message = body.message.as_message()
+        check_size(message, limits)
+        result = session.append_message(message, parent, expected_leaf_id=body.expected_leaf_id)
+        if result.inserted:
+            manager._touch(session_id)
+        return AppendOut(id=result.id, parent_id=result.parent_id, inserted=result.inserted), result.inserted
+    messages = [item.as_message() for item in body.messages or []]
+    for message in messages:
+        check_size(message, limits)
+    if body.expected_leaf_id is not None:
+        leaf = session.get_latest_leaf()
+        if (leaf or {}).get("id") != body.expected_leaf_id:
+            raise ConflictError(f"Latest leaf is no longer {body.expected_leaf_id!r}")
+    last = manager.append_all(session_id, messages, parent)
+    return AppendOut(id=last, inserted=True, ids=[str(message["id"]) for message in messages]), True
+
+
+def get_message(manager: SessionManager, session_id: str, message_id: str) -> MessageOut:
+    session = require_session(manager, session_id)
+    return MessageOut(message=_require_message(session, session_id, message_id))
+
+
+def update_message(
+    manager: SessionManager, session_id: str, message_id: str, message: Message, limits: LimitsSpec
+) -> MessageOut:
+    session = require_session(manager, session_id)
+    if message.get("id") != message_id:
+        raise ValidationError(f"The message id {message.get('id')!r} does not match the path ({message_id!r})")
+    check_size(message, limits)
+    _require_message(session, session_id, message_id)
+    session.update_message(message)
+    return MessageOut(message=_require_message(session, session_id, message_id))
+
+
+def delete_message(manager: SessionManager, session_id: str, message_id: str) -> None:
+    session = require_session(manager, session_id)
+    _require_message(session, session_id, message_id)
+    manager.delete_messages(session_id, [message_id])
+
+
+def branches(manager: SessionManager, session_id: str, message_id: str) -> MessageList:
+    session = require_session(manager, session_id)
+    _require_message(session, session_id, message_id)
+    return MessageList(messages=session.get_branches(message_id))
+
+
+def history(
+    manager: SessionManager,
+    session_id: str,
+    limits: LimitsSpec,
+    *,
+    leaf_id: str | None,
+    limit: int | None,
+    cursor: str | None,
+) -> HistoryPage:
+    """Root→leaf, overlays applied, one page at a time; the cursor pins the leaf of the first page."""
+    session = require_session(manager, session_id)
+    offset = 0
+    if cursor:
+        state = decode_cursor(cursor)
+        stored_offset, leaf_id = state.get("o"), state.get("l")
+        if not isinstance(stored_offset, int) or stored_offset < 0 or not (leaf_id is None or isinstance(leaf_id, str)):
+            raise ValidationError("Invalid cursor")
+        offset = stored_offset
+    if leaf_id is not None:
+        _require_message(session, session_id, leaf_id)
+    else:
+        leaf = session.get_latest_leaf()
+        leaf_id = leaf.get("id") if leaf else None
+    messages = session.get_history(leaf_id) if leaf_id is not None else []
+    size = page_size(limit, limits)
+    page = messages[offset : offset + size]
+    more = offset + size < len(messages)
+    next_cursor = encode_cursor({"o": offset + size, "l": leaf_id}) if more else None
+    return HistoryPage(messages=page, leaf_id=leaf_id, total=len(messages), next_cursor=next_cursor)
+
+
+def leaf(manager: SessionManager, session_id: str) -> LeafOut:
+    return LeafOut(message=require_session(manager, session_id).get_latest_leaf())
+
+
+def clear(manager: SessionManager, session_id: str) -> None:
+    manager.clear_messages(session_id)
+
+
+# ------------------------------------------------------------------- search
+
+
+def search_session(
+    manager: SessionManager, session_id: str, query: str, limit: int | None, limits: LimitsSpec
+) -> SearchOut:
+    hits = require_session(manager, session_id).search(query, limit=_search_limit(limit, limits))
+    return SearchOut(results=[SearchHit.of(hit) for hit in hits])
+
+
+def search_all(manager: SessionManager, query: str, limit: int | None, limits: LimitsSpec) -> SearchOut:
+    hits = manager.search(query, limit=_search_limit(limit, limits))
+    return SearchOut(results=[SearchHit.of(hit) for hit in hits])
+
+
+def _search_limit(limit: int | None, limits: LimitsSpec) -> int:
+    if limit is None:
+        return limits.search_limit
+    if limit < 1:
+        raise ValidationError("limit must be a positive integer")
+    return min(limit, 100)
+
+
+# --------------------------------------------------------- fork and compact
+
+
+def fork(manager: SessionManager, session_id: str, at_message_id: str, name: str) -> SessionOut:
+    session = require_session(manager, session_id)
+    _require_message(session, session_id, at_message_id)
+    return SessionOut.of(manager.fork(session_id, at_message_id, name))
+
+
+def compact(
+    manager: SessionManager, session_id: str, leaf_id: str | None, queue: CompactionQueue | None
+) -> tuple[CompactOut, bool]:
+    """Queue a compaction (True: answer 202) or, without a queue, run it now."""
+    session = require_session(manager, session_id)
+    if leaf_id is not None:
+        _require_message(session, session_id, leaf_id)
+    if queue is not None:
+        if leaf_id is None:
+            latest = session.get_latest_leaf()
+            leaf_id = latest.get("id") if latest else None
+        queue.enqueue(CompactionRequest.create(manager.namespace, session_id, leaf_id))
+        return CompactOut(status="queued"), True
+    result = session.compact(leaf_id)
+    if result is None:
+        return CompactOut(status="nothing_to_compact"), False
+    return (
+        CompactOut(
+            status="compacted",
+            from_message_id=result.from_message_id,
+            to_message_id=result.to_message_id,
+            summary=result.summary,
+        ),
+        False,
+    )
+
+
+def compactions(manager: SessionManager, session_id: str) -> CompactionList:
+    return CompactionList(compactions=[CompactionOut.of(item) for item in manager.get_compactions(session_id)])
+
+
+def split(manager: SessionManager, session_id: str, summary: str, name: str | None) -> SessionOut:
+    return SessionOut.of(manager.compact_and_split(session_id, summary, name))
+
+
+def add_usage(
+    manager: SessionManager, session_id: str, *, input_tokens: int, output_tokens: int, cost: float
+) -> SessionOut:
+    return SessionOut.of(manager.add_usage(session_id, input_tokens, output_tokens, cost))
+
+
+# ------------------------------------------------------- context and tools
+
+
+def context_blocks(manager: SessionManager, session_id: str) -> ContextBlockList:
+    blocks = require_session(manager, session_id).get_context_blocks()
+    return ContextBlockList(blocks=[ContextBlockOut.of(block) for block in blocks])
+
+
+def context_block(manager: SessionManager, session_id: str, label: str) -> ContextBlockOut:
+    block = require_session(manager, session_id).get_context_block(label)
+    if block is None:
+        raise NotFoundError(f'Block "{label}" not found')
+    return ContextBlockOut.of(block)
+
+
+def write_context_block(
+    manager: SessionManager, session_id: str, label: str, *, content: str, mode: str, limits: LimitsSpec
+) -> ContextBlockOut:
+    session = require_session(manager, session_id)
+    if len(content.encode("utf-8", "surrogatepass")) > limits.max_message_bytes:
+        raise PayloadTooLargeError(f"Block content exceeds {limits.max_message_bytes} bytes")
+    if session.get_context_block(label) is None:
+        raise NotFoundError(f'Block "{label}" not found')
+    if mode == "append":
+        return ContextBlockOut.of(session.append_context_block(label, content))
+    return ContextBlockOut.of(session.replace_context_block(label, content))
+
+
+def system_prompt(manager: SessionManager, session_id: str, *, refresh: bool = False) -> SystemPromptOut:
+    session = require_session(manager, session_id)
+    prompt = session.refresh_system_prompt() if refresh else session.freeze_system_prompt()
+    return SystemPromptOut(system_prompt=prompt)
+
+
+def session_tools(manager: SessionManager, session_id: str) -> dict[str, Tool]:
+    """The session's context tools plus the manager's ``session_search``."""
+    return {**require_session(manager, session_id).tools(), **manager.tools()}
+
+
+def tool_specs(manager: SessionManager, session_id: str, fmt: ToolFormat) -> ToolsOut:
+    tools = session_tools(manager, session_id)
+    specs: Any
+    if fmt == "bedrock":
+        specs = to_bedrock_tool_config(tools)
+    elif fmt == "openai":
+        specs = to_openai_tools(tools)
+    elif fmt == "anthropic":
+        specs = to_anthropic_tools(tools)
+    else:
+        specs = [
+            {"name": tool.name, "description": tool.description, "inputSchema": tool.schema()}
+            for tool in tools.values()
+        ]
+    return ToolsOut(format=fmt, tools=specs)
+
+
+def call_tool(manager: SessionManager, session_id: str, tool_name: str, arguments: dict[str, Any]) -> ToolCallOut:
+    tool = session_tools(manager, session_id).get(tool_name)
+    if tool is None:
+        raise NotFoundError(f"Tool {tool_name!r} is not available in session {session_id!r}")
+    return ToolCallOut(output=tool.execute(arguments))
+
+
+__all__ = [
+    "add_usage",
+    "append",
+    "branches",
+    "call_tool",
+    "check_size",
+    "clear",
+    "compact",
+    "compactions",
+    "context_block",
+    "context_blocks",
+    "create_session",
+    "decode_cursor",
+    "delete_message",
+    "delete_session",
+    "encode_cursor",
+    "fork",
+    "get_message",
+    "get_session",
+    "history",
+    "leaf",
+    "list_sessions",
+    "page_size",
+    "rename_session",
+    "require_session",
+    "search_all",
+    "search_session",
+    "session_tools",
+    "split",
+    "system_prompt",
+    "tool_specs",
+    "update_message",
+    "write_context_block",
+]
