@@ -107,6 +107,12 @@ class SqlSessionProvider:
             rows = tx.query(self._sql.get_latest_compaction_id, self._params())
         return rows[0][0] if rows else None
 
+    def get_compaction_by_request(self, request_key: str) -> StoredCompaction | None:
+        """The overlay stored under ``request_key``, if any: lets a worker skip a redelivered request cheaply."""
+        with self._database.read() as tx:
+            rows = tx.query(self._sql.find_compaction_by_request, self._params(request_key=request_key))
+        return _stored_compaction(rows[0]) if rows else None
+
     def search_messages(self, query: str, limit: int = 20) -> list[SearchResult]:
         """D5 search within this session; a query without searchable words returns []."""
         match = self._sql.match_param(query)
