@@ -1,0 +1,67 @@
+"""Compaction Lambda: SQS FIFO records, each a ``CompactionRequest``, handed to the compaction worker (contract D9).
+
+A failing record fails only the rest of its own message group (its session), which SQS redelivers, and after the
+queue's maxReceiveCount moves to the dead-letter queue; the other sessions of the batch proceed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
+from threadloom.compaction.queue import CompactionRequest
+from threadloom.compaction.worker import CompactionOutcome, CompactionWorker
+from threadloom_compaction_observability import logger, metrics, route_library_logs, tracer
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+
+route_library_logs()
+processor = SqsFifoPartialProcessor(skip_group_on_error=True)
+_worker: CompactionWorker | None = None
+
+
+def get_worker() -> CompactionWorker:
+    """The worker over the process-wide runtime, built on first use so importing this module needs no settings."""
+    global _worker  # noqa: PLW0603 - one worker per Lambda execution environment
+    if _worker is None:
+        from threadloom.api.runtime import get_runtime
+
+        _worker = CompactionWorker(lambda namespace: get_runtime().manager(namespace))
+    return _worker
+
+
+def set_worker(worker: CompactionWorker | None) -> None:
+    """Replace (or with None, forget) the worker; for tests and local runs."""
+    global _worker  # noqa: PLW0603
+    _worker = worker
+
+
+@tracer.capture_method(capture_response=False)
+def record_handler(record: SQSRecord) -> str:
+    logger.set_correlation_id(record.message_id)
+    try:
+        request = CompactionRequest.from_json(record.body)
+        logger.append_keys(namespace=request.namespace, session_id=request.session_id)
+        outcome = get_worker().handle(request)
+    except Exception as error:
+        metrics.add_metric(name="CompactionsFailed", unit=MetricUnit.Count, value=1)
+        logger.exception("Compaction request failed; SQS will redeliver it", error_type=type(error).__name__)
+        raise
+    completed = outcome is CompactionOutcome.COMPACTED
+    metrics.add_metric(
+        name="CompactionsCompleted" if completed else "CompactionsSkipped", unit=MetricUnit.Count, value=1
+    )
+    logger.info("Compaction request handled", outcome=outcome.value)
+    return outcome.value
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics(capture_cold_start_metric=True)
+@tracer.capture_lambda_handler(capture_response=False)
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return dict(
+        process_partial_response(event=event, record_handler=record_handler, processor=processor, context=context)
+    )
