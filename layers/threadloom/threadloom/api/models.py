@@ -107,6 +107,12 @@ class AppendOut(ApiModel):
     ids: list[str] | None = None
 
 
+class MessageUpdate(ApiModel):
+    """The new version of a stored message (its id must match the path)."""
+
+    message: MessageIn
+
+
 class MessageOut(ApiModel):
     message: dict[str, Any]
 
@@ -297,6 +303,7 @@ __all__ = [
     "MessageIn",
     "MessageList",
     "MessageOut",
+    "MessageUpdate",
     "MessagesDeleted",
     "SearchHit",
     "SearchOut",

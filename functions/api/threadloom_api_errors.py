@@ -1,0 +1,96 @@
+"""Every exception → HTTP status mapping, in one place, with one envelope: ``{"error": {"code", "message"}}``.
+
+Block write refusals (read-only block, over the token budget) are 409: the request is
+well formed, the block's state or configuration refuses it. Compaction errors are 409
+as well (no compaction function, or the summarizer failed: retrying later may work).
+"""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.exceptions import ServiceError
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError, ResponseValidationError
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyAlreadyInProgressError,
+    IdempotencyValidationError,
+)
+from threadloom.api.exceptions import PayloadTooLargeError, UnauthenticatedError
+from threadloom.api.observability import logger
+from threadloom.errors import (
+    BlockLimitError,
+    CompactionError,
+    ConflictError,
+    NotFoundError,
+    ReadOnlyBlockError,
+    SkillStoreError,
+    StorageUnavailableError,
+    ValidationError,
+)
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
+
+# Most specific first: handlers are looked up along each exception's MRO.
+MAPPING: tuple[tuple[type[Exception], HTTPStatus, str], ...] = (
+    (PayloadTooLargeError, HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "payload_too_large"),
+    (ValidationError, HTTPStatus.BAD_REQUEST, "bad_request"),
+    (UnauthenticatedError, HTTPStatus.UNAUTHORIZED, "unauthorized"),
+    (NotFoundError, HTTPStatus.NOT_FOUND, "not_found"),
+    (ConflictError, HTTPStatus.CONFLICT, "conflict"),
+    (IdempotencyValidationError, HTTPStatus.CONFLICT, "idempotency_key_reused"),
+    (IdempotencyAlreadyInProgressError, HTTPStatus.CONFLICT, "idempotency_in_progress"),
+    (ReadOnlyBlockError, HTTPStatus.CONFLICT, "read_only_block"),
+    (BlockLimitError, HTTPStatus.CONFLICT, "block_limit_exceeded"),
+    (CompactionError, HTTPStatus.CONFLICT, "compaction_failed"),
+    (StorageUnavailableError, HTTPStatus.SERVICE_UNAVAILABLE, "storage_unavailable"),
+    (SkillStoreError, HTTPStatus.SERVICE_UNAVAILABLE, "skill_store_unavailable"),
+)
+IDEMPOTENCY_MESSAGES = {
+    "idempotency_key_reused": "This Idempotency-Key was already used with a different request body",
+    "idempotency_in_progress": "A request with this Idempotency-Key is still in progress",
+}
+
+
+def error_response(status: HTTPStatus, code: str, message: str) -> Response[Any]:
+    body = {"error": {"code": code, "message": message}}
+    return Response(status_code=status.value, content_type=content_types.APPLICATION_JSON, body=body)
+
+
+def register_error_handlers(app: APIGatewayHttpResolver) -> None:
+    """Attach the mapping, the 422 envelope, the 404 for unknown routes and the 500 catch-all."""
+    for exc_type, status, code in MAPPING:
+
+        def handle(error: Exception, status: HTTPStatus = status, code: str = code) -> Response[Any]:
+            logger.info("request refused", status=status.value, code=code, error_type=type(error).__name__)
+            return error_response(status, code, IDEMPOTENCY_MESSAGES.get(code, str(error)))
+
+        app.exception_handler(exc_type)(handle)
+
+    def schema_error(error: RequestValidationError) -> Response[Any]:
+        problems = [
+            f"{'.'.join(str(p) for p in item.get('loc', ()))}: {item.get('msg', item.get('type'))}"
+            for item in error.errors()
+        ]
+        return error_response(
+            HTTPStatus.UNPROCESSABLE_ENTITY, "invalid_request", "; ".join(problems) or "Invalid request"
+        )
+
+    app.exception_handler(RequestValidationError)(schema_error)
+
+    @app.not_found
+    def unknown_route(_: Exception) -> Response[Any]:
+        return error_response(HTTPStatus.NOT_FOUND, "route_not_found", "No such route")
+
+    def unexpected(error: Exception) -> Response[Any]:
+        if isinstance(error, (ServiceError, ResponseValidationError)):
+            raise error
+        logger.exception("unhandled error")
+        request_id = app.current_event.request_context.request_id
+        return error_response(
+            HTTPStatus.INTERNAL_SERVER_ERROR, "internal_error", f"Internal error (request {request_id})"
+        )
+
+    app.exception_handler(Exception)(unexpected)

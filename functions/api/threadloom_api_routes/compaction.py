@@ -1,0 +1,41 @@
+"""Compaction: compact now (202 when queued), list overlays, compact-and-split."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body
+from threadloom.api import service
+from threadloom.api.models import CompactIn, CompactionList, SplitIn
+from threadloom.api.runtime import get_runtime
+
+from threadloom_api_routes.common import ERROR_RESPONSES, json_response, manager, new_router
+
+router = new_router()
+
+
+@router.post(
+    "/sessions/<sessionId>/compact",
+    summary="Compact now; 202 when handed to the compaction queue",
+    tags=["compaction"],
+    responses={**ERROR_RESPONSES, 202: {"description": "Queued for the compaction worker"}},
+)
+def compact(sessionId: str, body: Annotated[CompactIn | None, Body()] = None) -> Response[Any]:
+    leaf_id = body.leaf_id if body is not None else None
+    out, queued = service.compact(manager(router), sessionId, leaf_id, get_runtime().queue)
+    return json_response(202 if queued else 200, out)
+
+
+@router.get("/sessions/<sessionId>/compactions", summary="Compaction overlays", tags=["compaction"])
+def compactions(sessionId: str) -> CompactionList:
+    return service.compactions(manager(router), sessionId)
+
+
+@router.post(
+    "/sessions/<sessionId>/split",
+    summary="End the session and continue in a new one seeded with a summary",
+    tags=["compaction"],
+)
+def split(sessionId: str, body: Annotated[SplitIn, Body()]) -> Response[Any]:
+    return json_response(201, service.split(manager(router), sessionId, body.summary, body.name))

@@ -1,0 +1,40 @@
+"""History (root→leaf, paginated) and full-text search in one session or across the tenant's sessions."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Query
+from threadloom.api import service
+from threadloom.api.models import HistoryPage, SearchOut
+
+from threadloom_api_routes.common import ERROR_RESPONSES, limits, manager, new_router
+
+router = new_router()
+Limit = Annotated[int | None, Query(ge=1)]
+SearchQuery = Annotated[str, Query(min_length=1, max_length=1000, description='Words ANDed; "quoted phrases"')]
+
+
+@router.get(
+    "/sessions/<sessionId>/history",
+    summary="Root→leaf with compaction overlays applied, paginated",
+    tags=["history"],
+    responses=ERROR_RESPONSES,
+)
+def history(
+    sessionId: str,
+    leafId: Annotated[str | None, Query()] = None,
+    limit: Limit = None,
+    cursor: Annotated[str | None, Query()] = None,
+) -> HistoryPage:
+    return service.history(manager(router), sessionId, limits(), leaf_id=leafId, limit=limit, cursor=cursor)
+
+
+@router.get("/sessions/<sessionId>/search", summary="Search one session", tags=["history"])
+def search_session(sessionId: str, q: SearchQuery, limit: Limit = None) -> SearchOut:
+    return service.search_session(manager(router), sessionId, q, limit, limits())
+
+
+@router.get("/search", summary="Search across the tenant's sessions", tags=["history"])
+def search_all(q: SearchQuery, limit: Limit = None) -> SearchOut:
+    return service.search_all(manager(router), q, limit, limits())

@@ -1,0 +1,82 @@
+"""Messages: append (one or a chain), read, update, delete, branches, the latest leaf and clear."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header
+from aws_lambda_powertools.metrics import MetricUnit
+from threadloom.api import service
+from threadloom.api.models import AppendIn, AppendOut, Deleted, LeafOut, MessageList, MessageOut, MessageUpdate
+from threadloom.api.observability import metrics
+
+from threadloom_api_routes.common import ERROR_RESPONSES, idempotent_write, limits, manager, new_router
+
+router = new_router()
+IdempotencyKey = Annotated[str | None, Header(alias="idempotency-key", description="Replays the first outcome")]
+IfMatch = Annotated[str | None, Header(alias="if-match", description="Expected latest leaf id (like expectedLeafId)")]
+
+
+@router.post(
+    "/sessions/<sessionId>/messages",
+    summary="Append a message (201; 200 when its id was already stored) or a chain of messages",
+    tags=["messages"],
+    responses=ERROR_RESPONSES,
+)
+def append(
+    sessionId: str,
+    body: Annotated[AppendIn, Body()],
+    idempotency_key: IdempotencyKey = None,
+    if_match: IfMatch = None,
+) -> Response[Any]:
+    if if_match and body.expected_leaf_id is None:
+        body = body.model_copy(update={"expected_leaf_id": if_match.strip('"')})
+
+    def run() -> tuple[int, AppendOut]:
+        out, inserted = service.append(manager(router), sessionId, body, limits())
+        metrics.add_metric(name="MessagesAppended", unit=MetricUnit.Count, value=len(out.ids or [1]) if inserted else 0)
+        return (201 if inserted else 200), out
+
+    return idempotent_write(router, idempotency_key, body.model_dump(mode="json", exclude_unset=True), run)
+
+
+@router.get("/sessions/<sessionId>/messages/<messageId>", summary="Read a message", tags=["messages"])
+def get_message(sessionId: str, messageId: str) -> MessageOut:
+    return service.get_message(manager(router), sessionId, messageId)
+
+
+@router.put(
+    "/sessions/<sessionId>/messages/<messageId>",
+    summary="Replace a message",
+    tags=["messages"],
+    responses=ERROR_RESPONSES,
+)
+def update_message(sessionId: str, messageId: str, body: Annotated[MessageUpdate, Body()]) -> MessageOut:
+    return service.update_message(manager(router), sessionId, messageId, body.message.as_message(), limits())
+
+
+@router.delete(
+    "/sessions/<sessionId>/messages/<messageId>",
+    summary="Delete a message (its children are re-attached to its parent)",
+    tags=["messages"],
+)
+def delete_message(sessionId: str, messageId: str) -> Deleted:
+    service.delete_message(manager(router), sessionId, messageId)
+    return Deleted()
+
+
+@router.get("/sessions/<sessionId>/messages/<messageId>/branches", summary="Children of a message", tags=["messages"])
+def branches(sessionId: str, messageId: str) -> MessageList:
+    return service.branches(manager(router), sessionId, messageId)
+
+
+@router.get("/sessions/<sessionId>/leaf", summary="The latest leaf", tags=["messages"])
+def leaf(sessionId: str) -> LeafOut:
+    return service.leaf(manager(router), sessionId)
+
+
+@router.post("/sessions/<sessionId>/clear", summary="Delete every message", tags=["messages"])
+def clear(sessionId: str) -> Deleted:
+    service.clear(manager(router), sessionId)
+    return Deleted()

@@ -1,0 +1,69 @@
+"""Sessions: create, list, read, rename, delete, fork and usage."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
+from threadloom.api import service
+from threadloom.api.models import Deleted, ForkIn, SessionCreate, SessionOut, SessionPage, SessionRename, UsageIn
+
+from threadloom_api_routes.common import ERROR_RESPONSES, idempotent_write, json_response, limits, manager, new_router
+
+router = new_router()
+IdempotencyKey = Annotated[str | None, Header(alias="idempotency-key", description="Replays the first outcome")]
+
+
+@router.post("/sessions", summary="Create a session", tags=["sessions"], responses=ERROR_RESPONSES)
+def create_session(body: Annotated[SessionCreate, Body()], idempotency_key: IdempotencyKey = None) -> Response[Any]:
+    def run() -> tuple[int, SessionOut]:
+        created = service.create_session(
+            manager(router),
+            body.name,
+            parent_session_id=body.parent_session_id,
+            model=body.model,
+            source=body.source,
+        )
+        return 201, created
+
+    return idempotent_write(router, idempotency_key, body.model_dump(mode="json"), run)
+
+
+@router.get("/sessions", summary="List sessions, most recent activity first", tags=["sessions"])
+def list_sessions(
+    limit: Annotated[int | None, Query(ge=1)] = None, cursor: Annotated[str | None, Query()] = None
+) -> SessionPage:
+    return service.list_sessions(manager(router), limits(), limit=limit, cursor=cursor)
+
+
+@router.get("/sessions/<sessionId>", summary="Session info", tags=["sessions"], responses=ERROR_RESPONSES)
+def get_session(sessionId: str) -> SessionOut:
+    return service.get_session(manager(router), sessionId)
+
+
+@router.patch("/sessions/<sessionId>", summary="Rename a session", tags=["sessions"], responses=ERROR_RESPONSES)
+def rename_session(sessionId: str, body: Annotated[SessionRename, Body()]) -> SessionOut:
+    return service.rename_session(manager(router), sessionId, body.name)
+
+
+@router.delete("/sessions/<sessionId>", summary="Delete a session and everything derived from it", tags=["sessions"])
+def delete_session(sessionId: str) -> Deleted:
+    service.delete_session(manager(router), sessionId)
+    return Deleted()
+
+
+@router.post("/sessions/<sessionId>/fork", summary="Fork at a message", tags=["sessions"], responses=ERROR_RESPONSES)
+def fork(sessionId: str, body: Annotated[ForkIn, Body()], idempotency_key: IdempotencyKey = None) -> Response[Any]:
+    def run() -> tuple[int, SessionOut]:
+        return 201, service.fork(manager(router), sessionId, body.at_message_id, body.name)
+
+    return idempotent_write(router, idempotency_key, body.model_dump(mode="json"), run)
+
+
+@router.post("/sessions/<sessionId>/usage", summary="Add token usage and cost", tags=["sessions"])
+def add_usage(sessionId: str, body: Annotated[UsageIn, Body()]) -> Response[Any]:
+    out = service.add_usage(
+        manager(router), sessionId, input_tokens=body.input_tokens, output_tokens=body.output_tokens, cost=body.cost
+    )
+    return json_response(200, out)
