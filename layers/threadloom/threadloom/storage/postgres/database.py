@@ -21,7 +21,13 @@ import select
 import ssl
 import threading
 from contextlib import AbstractContextManager, contextmanager, suppress
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Final
+
+import pg8000.native  # type: ignore[import-untyped]
+from pg8000.converters import make_params  # type: ignore[import-untyped]
+from pg8000.core import SYNC_MSG, Context  # type: ignore[import-untyped]
+from pg8000.exceptions import InterfaceError  # type: ignore[import-untyped]
 
 from threadloom.errors import StorageUnavailableError
 from threadloom.storage.postgres.connection import (
@@ -33,7 +39,7 @@ from threadloom.storage.postgres.connection import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Callable, Iterator, Mapping
 
     from threadloom.storage.database import Params, Row
     from threadloom.storage.postgres.connection import Connection, ConnectionFactory
@@ -42,6 +48,18 @@ BEGIN_READ: Final = "START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONL
 # The head-row lock protocol relies on READ COMMITTED: a writer blocked on the row lock
 # then reads the row as the previous writer committed it instead of failing.
 BEGIN_WRITE: Final = "START TRANSACTION ISOLATION LEVEL READ COMMITTED, READ WRITE"
+
+
+_UNNAMED: Final = b"\x00"
+_PIPELINE_METHODS: Final = (
+    "send_PARSE",
+    "send_DESCRIBE_STATEMENT",
+    "send_BIND",
+    "send_EXECUTE",
+    "handle_messages",
+    "py_types",
+    "_sock",
+)
 
 
 class PostgresExecutor:
@@ -120,7 +138,12 @@ class PostgresDatabase:
     def run_on(self, connection: Connection, sql: str, params: Mapping[str, Any] | None) -> list[list[Any]]:
         """Run one statement on ``connection``, translating connection loss and overload."""
         try:
-            rows = connection.run(sql, **params) if params else connection.run(sql)
+            if not params:
+                rows = connection.run(sql)  # simple protocol: one round trip, several statements allowed
+            elif _can_pipeline(connection):
+                rows = run_pipelined(connection, sql, params)
+            else:
+                rows = connection.run(sql, **params)
         except Exception as error:
             raise self._translate(error) from error
         return rows if rows is not None else []
@@ -222,6 +245,51 @@ class PostgresDatabase:
 
     def write(self) -> AbstractContextManager[PostgresExecutor]:
         return self._transaction(BEGIN_WRITE)
+
+
+def _can_pipeline(connection: Connection) -> bool:
+    return all(hasattr(connection, name) for name in _PIPELINE_METHODS)
+
+
+def run_pipelined(connection: Connection, sql: str, params: Mapping[str, Any]) -> list[list[Any]] | None:
+    """One parameterized statement in one round trip, as libpq's PQexecParams sends it.
+
+    pg8000's ``run`` sends the same unnamed-statement messages but waits for the server
+    after Parse and after Describe, three round trips in all, to learn nothing it uses
+    (parameters go out as untyped text either way). Here Parse, Describe, Bind and
+    Execute leave together, closed by one Sync; if any step fails the server skips the
+    rest up to the Sync and the error is raised as usual. Nothing named is created, so
+    RDS Proxy can still multiplex the connection.
+    """
+    statement, make_values = _compiled(sql)
+    values = make_params(connection.py_types, make_values(params))
+    context = Context(statement)
+    connection.send_PARSE(_UNNAMED, statement, ())
+    connection.send_DESCRIBE_STATEMENT(_UNNAMED)
+    connection.send_BIND(_UNNAMED, values)
+    connection.send_EXECUTE()
+    sock = connection._sock
+    if sock is None:
+        raise InterfaceError("connection is closed")
+    try:
+        sock.write(SYNC_MSG)
+        sock.flush()
+    except OSError as error:
+        raise InterfaceError("network error") from error
+    connection.handle_messages(context)
+    rows: list[list[Any]] | None = context.rows
+    return rows
+
+
+@lru_cache(maxsize=512)
+def _compiled(sql: str) -> tuple[str, Callable[[Mapping[str, Any]], tuple[Any, ...]]]:
+    """pg8000's translation of ``:name`` placeholders to ``$n``, cached per statement text.
+
+    Connection.run redoes it character by character on every call, which costs more than
+    a local round trip for our longer statements.
+    """
+    statement, make_values = pg8000.native.to_statement(sql)
+    return statement, make_values
 
 
 def _closed_by_peer(connection: Connection) -> bool:

@@ -25,6 +25,8 @@ _LEAF = (
     "COALESCE(NULLIF(CAST(:leaf AS text), ''), "
     "(SELECT h.leaf_id FROM threadloom_session_heads h WHERE h.session_id = :sid))"
 )
+# A TIMESTAMPTZ as threadloom.storage.database.utc_now() writes it, whatever the session's TimeZone.
+_ISO_TIME = "to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 
 #: Key of the transaction-level advisory lock that serializes concurrent migrate() calls
 #: (the bytes of "threadlo"); released at COMMIT, so it never pins an RDS Proxy session.
@@ -233,20 +235,29 @@ class PostgresSql(SqlDialect):
         "CAST(:tokens AS bigint[]), CAST(:vectors AS text[]), CAST(:parent_omitted AS boolean), "
         "CAST(:parent_id AS text), CAST(:expected_leaf_id AS text), CAST(:created_at AS timestamptz))"
     )
-    # The history and the overlays in one statement (one snapshot, one round trip): kind 0
-    # rows are path messages (ord = depth), kind 1 rows are overlays (ord = seq). Left
-    # unsorted on purpose: sorting wide rows server-side can spill to disk.
+    # The history and its overlays in one statement (one snapshot, one round trip), two
+    # narrow columns: path rows are (depth, message); when overlays exist one extra row
+    # (-1, JSON array of [id, summary, from, to, created_at] in seq order) carries them.
+    # Left unsorted on purpose: sorting wide rows server-side can spill to disk.
     history = (
         "WITH RECURSIVE path(id, parent_id, content, depth) AS ("
         f" SELECT id, parent_id, content, depth FROM threadloom_messages WHERE session_id = :sid AND id = {_LEAF}"
         " UNION ALL"
         " SELECT m.id, m.parent_id, m.content, m.depth FROM threadloom_messages m JOIN path p"
         " ON m.session_id = :sid AND m.id = p.parent_id"
-        ") SELECT 0, depth, content, NULL, NULL, NULL, NULL FROM path"
+        ") SELECT depth, content FROM path"
         " UNION ALL"
-        " SELECT 1, c.seq, c.id, c.summary, c.from_message_id, c.to_message_id, c.created_at"
-        " FROM threadloom_compactions c WHERE c.session_id = :sid"
-        " AND EXISTS (SELECT 1 FROM path)"
+        " SELECT -1, CAST(json_agg(json_build_array(c.id, c.summary, c.from_message_id, c.to_message_id,"
+        f" {_ISO_TIME.format(column='c.created_at')}) ORDER BY c.seq) AS text)"
+        " FROM threadloom_compactions c WHERE c.session_id = :sid AND EXISTS (SELECT 1 FROM path)"
+        " HAVING COUNT(*) > 0"
+    )
+    # The same for a single message, arrays built server-side (cheaper to send than to encode).
+    append_one = (
+        "SELECT out_id, out_parent_id, out_inserted FROM threadloom_append("
+        "CAST(:sid AS text), ARRAY[CAST(:id AS text)], ARRAY[CAST(:role AS text)], ARRAY[CAST(:content AS text)], "
+        "ARRAY[CAST(:tokens AS bigint)], ARRAY[CAST(:vector AS text)], CAST(:parent_omitted AS boolean), "
+        "CAST(:parent_id AS text), CAST(:expected_leaf_id AS text), CAST(:created_at AS timestamptz))"
     )
     raw_path = (
         "WITH RECURSIVE path(id, parent_id, content, depth) AS ("

@@ -19,7 +19,7 @@ from threadloom.compaction.overlays import apply_compactions
 from threadloom.core.messages import parse_stored_message
 from threadloom.errors import ConflictError, NotFoundError
 from threadloom.records import OMITTED, AppendResult, Message, Omitted, SearchResult, StoredCompaction
-from threadloom.search import searchable_text
+from threadloom.search import searchable_text, to_tsvector_literal
 from threadloom.storage.database import to_timestamp_text, utc_now
 from threadloom.storage.postgres.connection import sqlstate
 from threadloom.storage.postgres.sql import PostgresSql
@@ -66,26 +66,23 @@ class PostgresSessionProvider(SqlSessionProvider):
     def get_history(self, leaf_id: str | None = None) -> list[Message]:
         """Root→leaf with overlays applied, read in one statement."""
         path: list[tuple[int, str]] = []
-        compactions: list[tuple[int, StoredCompaction]] = []
-        for kind, order, first, summary, from_id, to_id, created_at in self._one_read(
-            PostgresSql.history, leaf=leaf_id
-        ):
-            if kind == 0:
-                path.append((order, first))
+        compactions: list[StoredCompaction] = []
+        for depth, content in self._one_read(PostgresSql.history, leaf=leaf_id):
+            if depth >= 0:
+                path.append((depth, content))
             else:
-                stored = StoredCompaction(
-                    id=first,
-                    summary=summary,
-                    from_message_id=from_id,
-                    to_message_id=to_id,
-                    created_at=to_timestamp_text(created_at),
-                )
-                compactions.append((order, stored))
+                compactions = [
+                    StoredCompaction(
+                        id=item[0],
+                        summary=item[1],
+                        from_message_id=item[2],
+                        to_message_id=item[3],
+                        created_at=item[4],
+                    )
+                    for item in json.loads(content)
+                ]
         messages = _ordered_messages(path)
-        if not compactions:
-            return messages
-        compactions.sort(key=lambda item: item[0])
-        return apply_compactions(messages, [compaction for _, compaction in compactions])
+        return apply_compactions(messages, compactions) if compactions else messages
 
     def get_raw_path(self, leaf_id: str | None = None) -> list[Message]:
         rows = self._one_read(PostgresSql.raw_path, leaf=leaf_id)
@@ -160,19 +157,35 @@ class PostgresSessionProvider(SqlSessionProvider):
     ) -> list[list[Any]] | None:
         """Run ``threadloom_append``; None means "take the shared path" (nothing was written)."""
         omitted = isinstance(parent_id, Omitted)
-        params: Params = self._params(
-            ids=[item.id for item in prepared],
-            roles=[item.role for item in prepared],
-            contents=[item.content for item in prepared],
-            tokens=[item.tokens for item in prepared],
-            vectors=[PostgresSql.index_params(item.text)["vector"] for item in prepared],
+        common: Params = self._params(
             parent_omitted=omitted,
             parent_id=None if omitted else parent_id,
             expected_leaf_id=expected_leaf_id,
             created_at=utc_now(),
         )
+        if len(prepared) == 1:
+            [item] = prepared
+            sql = PostgresSql.append_one
+            params: Params = {
+                **common,
+                "id": item.id,
+                "role": item.role,
+                "content": item.content,
+                "tokens": item.tokens,
+                "vector": to_tsvector_literal(item.text),
+            }
+        else:
+            sql = PostgresSql.append
+            params = {
+                **common,
+                "ids": [item.id for item in prepared],
+                "roles": [item.role for item in prepared],
+                "contents": [item.content for item in prepared],
+                "tokens": [item.tokens for item in prepared],
+                "vectors": [to_tsvector_literal(item.text) for item in prepared],
+            }
         try:
-            return self._database.execute_once(PostgresSql.append, params)
+            return self._database.execute_once(sql, params)
         except Exception as error:
             code = sqlstate(error)
             if code == _TAKE_GENERAL_PATH:
