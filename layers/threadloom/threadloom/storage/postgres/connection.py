@@ -106,7 +106,8 @@ class PostgresSettings:
     secret_id: str | None = None
     secret_max_age: int = DEFAULT_SECRET_MAX_AGE_S
     database_url: str | None = field(default=None, repr=False)
-    tls: TlsMode = "verify"
+    #: None: ``verify``, except for ``dsn`` where the URL's sslmode (else libpq's ``prefer``) applies.
+    tls: TlsMode | None = None
     region: str | None = None
     application_name: str = DEFAULT_APPLICATION_NAME
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S
@@ -140,7 +141,7 @@ class PostgresSettings:
             secret_id=secret_id,
             secret_max_age=_number(env, "THREADLOOM_DB_SECRET_MAX_AGE", DEFAULT_SECRET_MAX_AGE_S, int),
             database_url=url,
-            tls=parse_tls_mode(get("THREADLOOM_DB_TLS") or "verify", "THREADLOOM_DB_TLS"),
+            tls=parse_tls_mode(tls_text, "THREADLOOM_DB_TLS") if (tls_text := get("THREADLOOM_DB_TLS")) else None,
             region=get("THREADLOOM_DB_REGION") or get("AWS_REGION") or get("AWS_DEFAULT_REGION"),
             application_name=get("THREADLOOM_DB_APPLICATION_NAME") or DEFAULT_APPLICATION_NAME,
             connect_timeout=_number(env, "THREADLOOM_DB_CONNECT_TIMEOUT", DEFAULT_CONNECT_TIMEOUT_S, float),
@@ -156,7 +157,7 @@ class PostgresSettings:
         if self.auth == "secret" and not self.secret_id:
             raise ValidationError("THREADLOOM_DB_AUTH=secret needs THREADLOOM_DB_SECRET_ID")
         if self.auth == "iam":
-            if self.tls not in ("verify", "verify-ca", "require"):
+            if self.tls not in (None, "verify", "verify-ca", "require"):
                 raise ValidationError("IAM authentication requires TLS: set THREADLOOM_DB_TLS=verify (the default)")
             if not self.region:
                 raise ValidationError("IAM authentication needs a region: set THREADLOOM_DB_REGION or AWS_REGION")
@@ -166,7 +167,7 @@ class PostgresSettings:
         if self.auth == "dsn":
             return parse_database_url(
                 self.database_url or "",
-                default_tls=self.tls,
+                default_tls=self.tls or "prefer",
                 connect_timeout=self.connect_timeout,
                 timeout=self.timeout,
             )
@@ -176,7 +177,7 @@ class PostgresSettings:
             database=self.database or "postgres",
             user=self.user or "postgres",
             password=self.password if self.auth == "password" else None,
-            tls=self.tls,
+            tls=self.tls or "verify",
             application_name=self.application_name,
             connect_timeout=self.connect_timeout,
             timeout=self.timeout,
