@@ -169,7 +169,10 @@ def main(argv: list[str] | None = None) -> None:
     import threadloom_api  # noqa: F401 - fail now, not on the first request
 
     server = ThreadingHTTPServer((args.host, args.port), Handler)
-    print(f"Threadloom API on http://{args.host}:{server.server_port} (data in {args.data_dir}, tenant {args.tenant!r})", flush=True)
+    print(
+        f"Threadloom API on http://{args.host}:{server.server_port} (data in {args.data_dir}, tenant {args.tenant!r})",
+        flush=True,
+    )
     try:
         server.serve_forever()
     except KeyboardInterrupt:
