@@ -42,6 +42,7 @@ def set_worker(worker: CompactionWorker | None) -> None:
 @tracer.capture_method(capture_response=False)
 def record_handler(record: SQSRecord) -> str:
     logger.set_correlation_id(record.message_id)
+    logger.remove_keys(["namespace", "session_id"])  # the previous record's, never this one's
     try:
         request = CompactionRequest.from_json(record.body)
         logger.append_keys(namespace=request.namespace, session_id=request.session_id)
@@ -58,7 +59,8 @@ def record_handler(record: SQSRecord) -> str:
     return outcome.value
 
 
-@logger.inject_lambda_context(clear_state=True)
+# No clear_state: it would also drop the logger-name key that route_library_logs adds to library log lines.
+@logger.inject_lambda_context
 @metrics.log_metrics(capture_cold_start_metric=True)
 @tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
