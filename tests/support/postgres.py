@@ -34,6 +34,7 @@ THREADLOOM_TABLES = (
 _HOST_TAG = hashlib.sha1(socket.gethostname().encode()).hexdigest()[:8]
 _DATABASE_PREFIX = f"threadloom_test_{_HOST_TAG}_"
 _worker_database: str | None = None
+_unreachable: str | None = None
 
 
 def database_url() -> str:
@@ -65,9 +66,14 @@ def admin_connection(database: str | None = None) -> Any:
     """A plain pg8000 connection to the server (skips or fails the test when there is none)."""
     import pg8000.native
 
+    global _unreachable
+    if _unreachable is not None:  # do not wait for a dead server's timeout once per test
+        unavailable(_unreachable)
     try:
         return pg8000.native.Connection(**connect_kwargs(database=database), timeout=10)
     except Exception as error:
+        if database is None:
+            _unreachable = f"{database_url()}: {error}"
         unavailable(f"{database_url()}: {error}")
         raise  # unreachable: unavailable() always raises
 
@@ -144,6 +150,16 @@ def worker_database(request: pytest.FixtureRequest) -> str:
             store.close()
         _worker_database = name
     return _worker_database
+
+
+def backend_pid(store: Any) -> int:
+    """The server process behind a store's current connection."""
+    return int(store.database.query_once("SELECT pg_backend_pid()")[0][0])
+
+
+def terminate(admin: Any, pid: int) -> None:
+    """Kill a backend as a failover or an RDS Proxy idle timeout would, and wait until it is gone."""
+    admin.run("SELECT pg_terminate_backend(CAST(:pid AS integer), 5000)", pid=pid)
 
 
 def truncate_all(database: str) -> None:

@@ -1,0 +1,167 @@
+"""Lost, stale and unreachable connections: replaced where safe, clear errors everywhere else."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pg8000.native
+import pytest
+from threadloom import PostgresStore, Session, SessionManager, StorageUnavailableError
+from threadloom.storage.postgres import database as database_module
+from threadloom.storage.postgres.database import PostgresDatabase
+
+from tests.support.messages import text_message
+from tests.support.postgres import admin_connection, backend_pid, connect_kwargs, terminate, url_for
+
+pytestmark = pytest.mark.postgres
+
+
+def closed_port() -> int:
+    """A local port nobody listens on (bound, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def undetectable_death(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make a dead connection look alive until used, as after a silent network drop."""
+    monkeypatch.setattr(database_module, "_closed_by_peer", lambda connection: False)
+
+
+def test_a_connection_killed_while_idle_is_replaced_before_anything_is_sent(
+    make_store: Callable[[], Any], admin: Any
+) -> None:
+    store = make_store()
+    session = Session.create(store).for_session("s")
+    session.append_message(text_message("m1"))
+    first = backend_pid(store)
+    # When the server ends the idle connection (failover, proxy idle timeout)
+    terminate(admin, first)
+    # Then reads and writes go on over a new connection
+    session.append_message(text_message("m2"))
+    assert [m["id"] for m in session.get_history()] == ["m1", "m2"]
+    assert backend_pid(store) != first
+    terminate(admin, backend_pid(store))
+    manager = SessionManager.create(store)
+    assert manager.create("after a kill").name == "after a kill"
+
+
+def test_a_read_that_finds_the_connection_dead_is_retried_once(
+    make_store: Callable[[], Any], admin: Any, undetectable_death: None
+) -> None:
+    store = make_store()
+    session = Session.create(store).for_session("s")
+    session.append_message(text_message("m1"))
+    terminate(admin, backend_pid(store))
+    assert [m["id"] for m in session.get_history()] == ["m1"]
+    terminate(admin, backend_pid(store))
+    assert session.get_message("m1") is not None
+
+
+def test_a_transaction_whose_start_fails_is_retried_on_a_new_connection(
+    make_store: Callable[[], Any], admin: Any, undetectable_death: None
+) -> None:
+    store = make_store()
+    session = Session.create(store).for_session("s")
+    session.append_message(text_message("m1", "before"))
+    terminate(admin, backend_pid(store))
+    # update_message runs START TRANSACTION first: nothing was applied when that failed
+    session.update_message(text_message("m1", "after"))
+    assert session.get_message("m1") == text_message("m1", "after")
+
+
+def test_a_single_statement_write_on_a_dead_connection_surfaces_and_is_not_replayed(
+    make_store: Callable[[], Any], admin: Any, undetectable_death: None
+) -> None:
+    store = make_store()
+    session = Session.create(store).for_session("s")
+    session.append_message(text_message("m1"))
+    terminate(admin, backend_pid(store))
+    # An append sent on a dead socket may or may not have committed, so it is not retried
+    with pytest.raises(StorageUnavailableError, match="Lost the connection"):
+        session.append_message(text_message("m2"))
+    # the caller retries with the same id (appends are idempotent) over a new connection
+    result = session.append_message(text_message("m2"))
+    assert result.inserted
+    assert [m["id"] for m in session.get_history()] == ["m1", "m2"]
+
+
+def test_losing_the_connection_inside_a_transaction_rolls_it_back_and_surfaces(
+    make_store: Callable[[], Any], admin: Any
+) -> None:
+    store = make_store()
+    database: PostgresDatabase = store.database
+    store.migrate()
+    with pytest.raises(StorageUnavailableError), database.write() as tx:
+        tx.execute(
+            "INSERT INTO threadloom_context_blocks (key, session_id, content, updated_at) "
+            "VALUES ('k', NULL, 'v', now())"
+        )
+        terminate(admin, backend_pid(store))
+        tx.execute("SELECT 1")
+    assert admin.run("SELECT COUNT(*) FROM threadloom_context_blocks")[0][0] == 0
+    assert database.query_once("SELECT 1") == [[1]]  # and the next unit of work reconnects
+
+
+def test_an_unreachable_database_raises_storage_unavailable_with_where_it_tried() -> None:
+    port = closed_port()
+    store = PostgresStore(f"postgresql://app@127.0.0.1:{port}/threadloom")  # constructing never connects
+    session = Session.create(store).for_session("s")
+    with pytest.raises(StorageUnavailableError, match=rf"Cannot reach PostgreSQL at postgresql://app@127.0.0.1:{port}"):
+        session.append_message(text_message("m1"))
+
+
+def test_a_factory_that_fails_raises_storage_unavailable() -> None:
+    port = closed_port()
+
+    def factory() -> Any:
+        return pg8000.native.Connection(user="app", host="127.0.0.1", port=port, database="x", timeout=2)
+
+    with pytest.raises(StorageUnavailableError, match="Cannot connect to PostgreSQL"):
+        PostgresStore(factory).migrate()
+
+
+@pytest.fixture
+def raw_connection(pg_url: str) -> Iterator[Any]:
+    connection = pg8000.native.Connection(**connect_kwargs(pg_url))
+    yield connection
+    if connection._usock is not None:
+        connection.close()
+
+
+def test_a_connection_passed_in_is_used_as_is_and_not_replaced(raw_connection: Any, admin: Any) -> None:
+    store = PostgresStore(raw_connection)
+    session = Session.create(store).for_session("s")
+    session.append_message(text_message("m1"))
+    store.close()  # not ours to close
+    assert raw_connection.run("SELECT 1") == [[1]]
+    terminate(admin, backend_pid(store))
+    with pytest.raises(StorageUnavailableError, match="cannot be reopened"):
+        session.get_history()
+
+
+def test_a_statement_timeout_surfaces_as_storage_unavailable(pg_url: str) -> None:
+    # The documented way to bound statements without pinning: a per-role statement_timeout.
+    role = "threadloom_test_timeout"
+    admin = admin_connection()
+    try:
+        admin.run(
+            "DO $$ BEGIN CREATE ROLE threadloom_test_timeout LOGIN; "
+            "EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL; END $$"
+        )
+        admin.run(f"ALTER ROLE {role} SET statement_timeout = '100ms'")
+    finally:
+        admin.close()
+    kwargs = {**connect_kwargs(pg_url), "user": role}
+    database = PostgresDatabase(lambda: pg8000.native.Connection(**kwargs))
+    with pytest.raises(StorageUnavailableError, match="57014"):
+        database.query_once("SELECT pg_sleep(2)")
+    assert database.query_once("SELECT 1") == [[1]]  # the connection stays usable
+    database.close()
+
+
+def test_url_for_keeps_the_server_and_swaps_the_database() -> None:
+    assert url_for("other").rsplit("/", 1)[1].startswith("other")

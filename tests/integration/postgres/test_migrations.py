@@ -1,0 +1,166 @@
+"""Versioned migrations: idempotent, safe when many Lambdas migrate at once, and shipped as plain SQL."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from threadloom import PostgresStore, Session
+from threadloom.cli import main
+from threadloom.storage.postgres.schema import render_plain_sql
+
+from tests.support.messages import text_message
+from tests.support.postgres import admin_connection, connect_kwargs, create_database, drop_database, url_for
+
+pytestmark = pytest.mark.postgres
+
+PLAIN_SQL = Path(__file__).resolve().parents[3] / "sql" / "postgres" / "threadloom.sql"
+CATALOG = {
+    "columns": (
+        "SELECT table_name, column_name, data_type, is_nullable, column_default FROM information_schema.columns "
+        "WHERE table_schema = 'public' AND table_name LIKE 'threadloom%' ORDER BY 1, 2"
+    ),
+    "indexes": "SELECT indexname, indexdef FROM pg_indexes WHERE tablename LIKE 'threadloom%' ORDER BY 1",
+    "functions": (
+        "SELECT p.proname, pg_get_functiondef(p.oid) FROM pg_proc p WHERE p.proname LIKE 'threadloom%' ORDER BY 1"
+    ),
+    "table_options": "SELECT relname, reloptions FROM pg_class WHERE relname LIKE 'threadloom%' ORDER BY 1",
+    "versions": "SELECT version, name FROM threadloom_schema_migrations ORDER BY 1",
+}
+
+
+@pytest.fixture
+def fresh_database() -> Iterator[str]:
+    """An empty database of its own (the worker database is already migrated)."""
+    name = f"threadloom_test_fresh_{os.getpid()}_{threading.get_ident() % 10_000}"
+    admin_connection().close()  # skip, or fail in CI, when there is no server
+    create_database(name)
+    yield name
+    drop_database(name)
+
+
+def catalog(database: str) -> dict[str, list[list[Any]]]:
+    connection = admin_connection(database)
+    try:
+        return {key: connection.run(query) for key, query in CATALOG.items()}
+    finally:
+        connection.close()
+
+
+def test_migrate_is_idempotent(make_store: Any) -> None:
+    store = make_store()
+    assert store.migrate() == []
+    assert store.migrate() == []
+    assert make_store().migrate() == []
+
+
+def test_many_processes_migrating_one_new_database_at_once_apply_each_version_once(fresh_database: str) -> None:
+    stores = [PostgresStore(url_for(fresh_database)) for _ in range(8)]
+    barrier = threading.Barrier(len(stores))
+    results: list[list[int]] = []
+    errors: list[BaseException] = []
+
+    def migrate(store: PostgresStore) -> None:
+        barrier.wait()
+        try:
+            results.append(store.migrate())
+        except BaseException as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=migrate, args=(store,)) for store in stores]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for store in stores:
+        store.close()
+    assert errors == []
+    assert sorted(results) == [[]] * 7 + [[1]]
+    assert catalog(fresh_database)["versions"] == [[1, "0001_initial.sql"]]
+
+
+def test_the_plain_sql_file_is_the_migrations_rendered() -> None:
+    assert PLAIN_SQL.read_text(encoding="utf-8") == render_plain_sql(), (
+        "sql/postgres/threadloom.sql is stale: regenerate it with `threadloom migrate --print-sql`"
+    )
+
+
+def test_the_plain_sql_builds_the_same_schema_as_migrate(fresh_database: str, request: pytest.FixtureRequest) -> None:
+    # Given one database migrated by code and one built from the plain SQL
+    connection = admin_connection(fresh_database)
+    try:
+        connection.run(PLAIN_SQL.read_text(encoding="utf-8"))
+    finally:
+        connection.close()
+    reference = f"{fresh_database}_ref"
+    create_database(reference)
+    request.addfinalizer(lambda: drop_database(reference))
+    store = PostgresStore(url_for(reference))
+    store.migrate()
+    store.close()
+    # Then both schemas are identical, versions included
+    assert catalog(fresh_database) == catalog(reference)
+
+
+def test_a_role_that_cannot_create_tables_runs_on_the_plain_sql_schema(fresh_database: str) -> None:
+    # Given an administrator applied the plain SQL and granted only data access
+    role = f"threadloom_test_app_{os.getpid()}"
+    admin = admin_connection(fresh_database)
+    try:
+        admin.run(PLAIN_SQL.read_text(encoding="utf-8"))
+        admin.run(f"DROP ROLE IF EXISTS {role}")
+        admin.run(f"CREATE ROLE {role} LOGIN")
+        admin.run(f"REVOKE CREATE ON SCHEMA public FROM {role}")
+        admin.run(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}")
+        admin.run(f"GRANT EXECUTE ON FUNCTION threadloom_append TO {role}")
+    finally:
+        admin.close()
+    kwargs = connect_kwargs(database=fresh_database)
+    url = f"postgresql://{role}@{kwargs['host']}:{kwargs['port']}/{fresh_database}"
+    try:
+        # When the application starts with auto_migrate (the default)
+        store = PostgresStore(url)
+        session = Session.create(store).for_session("s")
+        session.append_message(text_message("m1", "least privilege works"))
+        # Then it finds the schema current, issues no DDL, and works
+        assert store.migrate() == []
+        assert [r.id for r in session.search("privilege")] == ["m1"]
+        store.close()
+    finally:
+        drop_database(fresh_database)
+        admin = admin_connection()
+        try:
+            admin.run(f"DROP ROLE IF EXISTS {role}")
+        finally:
+            admin.close()
+
+
+def test_cli_prints_the_plain_sql(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["migrate", "--print-sql"]) == 0
+    assert capsys.readouterr().out == PLAIN_SQL.read_text(encoding="utf-8")
+    assert main(["migrate", "--print-sql", "--after", "1"]) == 0
+    assert "0001_initial" not in capsys.readouterr().out
+
+
+def test_cli_migrates_a_database(fresh_database: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["migrate", "--database-url", url_for(fresh_database)]) == 0
+    assert "applied 0001_initial.sql" in capsys.readouterr().out
+    assert main(["migrate", "--database-url", url_for(fresh_database)]) == 0
+    assert "nothing to do" in capsys.readouterr().out
+
+
+def test_cli_migrates_the_database_the_environment_names(
+    fresh_database: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("THREADLOOM_DATABASE_URL", url_for(fresh_database))
+    assert main(["migrate"]) == 0
+    assert "applied 0001_initial.sql" in capsys.readouterr().out
+
+
+def test_cli_reports_an_unreachable_database(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["migrate", "--database-url", "postgresql://app@127.0.0.1:1/x"]) == 1
+    assert "Cannot reach PostgreSQL at postgresql://app@127.0.0.1:1/x" in capsys.readouterr().err
