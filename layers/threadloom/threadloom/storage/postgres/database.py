@@ -92,6 +92,9 @@ class PostgresDatabase:
         self._connection: Connection | None = None if callable(source) else source
         self._owns_connection = callable(source)
         self.description = description
+        #: Set once migrate() found or made the schema current: stores sharing this database
+        #: (one per invocation, say) then skip the check instead of repeating it.
+        self.schema_current = False
         self._lock = threading.RLock()
         self._depth = 0
         self._executor: PostgresExecutor | None = None

@@ -61,8 +61,13 @@ class PostgresStore(SqlStore):
         """Create or upgrade the schema; idempotent and safe to call from many processes at once."""
         with self._migrate_lock:
             applied = apply_postgres_migrations(self.database)
-            self._migrated = True
+            self._migrated = self.database.schema_current = True
             return applied
+
+    def _ready(self) -> PostgresDatabase:
+        if self.database.schema_current:
+            self._migrated = True
+        return super()._ready()
 
     def session_provider(self, session_id: str = "") -> PostgresSessionProvider:
         return PostgresSessionProvider(self._ready(), session_id)  # type: ignore[arg-type]
