@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -348,3 +349,23 @@ def test_logs_carry_the_correlation_id_and_outcome_but_never_message_text(
     assert library
     assert {(line["correlation_id"], line["session_id"]) for line in library} == {(delivery.message_ids[0], session_id)}
     assert SECRET not in compaction_lambda.log_stream.getvalue()
+
+
+def test_the_sample_event_gets_the_expected_response_through_the_process_runtime(
+    tmp_path: Path, compaction_lambda: CompactionLambda
+) -> None:
+    # Given the process runtime over an empty SQLite store, and no worker injected (get_worker builds it)
+    from threadloom.api.runtime import Runtime, Settings, set_runtime
+
+    runtime = Runtime(Settings(sqlite_path=str(tmp_path / "threadloom.db"), compaction_mode="inline"))
+    set_runtime(runtime)
+    compaction_lambda.module.set_worker(None)
+    try:
+        # When the handler receives events/sqs_compaction.json unchanged (what `sam local invoke` would feed it)
+        response = compaction_lambda.invoke(load_event("sqs_compaction"))
+    finally:
+        set_runtime(None)
+        runtime.store.close()
+
+    # Then its session is unknown to this store, so the record is acknowledged: the expected response
+    assert response == load_event("sqs_compaction.expected")
