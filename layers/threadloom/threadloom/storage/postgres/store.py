@@ -67,10 +67,11 @@ class PostgresStore(SqlStore):
     def _ready(self) -> PostgresDatabase:
         if self.database.schema_current:
             self._migrated = True
-        return super()._ready()
+        super()._ready()
+        return self.database
 
     def session_provider(self, session_id: str = "") -> PostgresSessionProvider:
-        return PostgresSessionProvider(self._ready(), session_id)  # type: ignore[arg-type]
+        return PostgresSessionProvider(self._ready(), session_id)
 
     def registry(self, namespace: str = "default") -> PostgresSessionRegistry:
         return PostgresSessionRegistry(self._ready(), self.sql, namespace)
