@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
     from threadloom.compaction.function import CompactFunction
     from threadloom.compaction.queue import CompactionQueue, CompactionRequest
+    from threadloom.live.publisher import StatusPublisher
     from threadloom.providers.protocols import ContextProvider, WritableContextProvider
 
 logger = logging.getLogger(__name__)
@@ -111,6 +112,11 @@ class Runtime:
         The deployment profile (read from ``settings.profile_path`` or the bundled default when omitted).
     store:
         A ready store, for tests; otherwise built from the settings on first use.
+    queue:
+        A ready compaction queue, for tests; otherwise built from the settings.
+    publisher:
+        Where live status events go (the local server's hub, the API Gateway publisher); by
+        default built from the settings, publishing nowhere when no live channel is configured.
     """
 
     def __init__(
@@ -120,12 +126,14 @@ class Runtime:
         profile: Profile | None = None,
         store: Any = None,
         queue: CompactionQueue | None = None,
+        publisher: StatusPublisher | None = None,
     ) -> None:
         self.settings = settings if settings is not None else Settings.from_env()
         self._profile = profile
         self._store = store
         self._queue = queue
         self._queue_built = queue is not None
+        self._publisher = publisher
         self._managers: dict[str, SessionManager] = {}
         self._skills: ContextProvider | None = None
         self._compact_fn: CompactFunction | None = None
@@ -176,6 +184,19 @@ class Runtime:
         from threadloom.compaction.queue import InProcessCompactionQueue
 
         return InProcessCompactionQueue(self._compaction_handler())
+
+    @property
+    def publisher(self) -> StatusPublisher:
+        """The live-status publisher every tenant's manager publishes through after each write."""
+        with self._lock:
+            if self._publisher is None:
+                self._publisher = self._build_publisher()
+            return self._publisher
+
+    def _build_publisher(self) -> StatusPublisher:
+        from threadloom.live.publisher import NullPublisher
+
+        return NullPublisher()
 
     def _compaction_handler(self) -> Callable[[CompactionRequest], None]:
         """The worker's handler when the worker module exists, else a direct fenced compaction."""
@@ -273,6 +294,11 @@ class Runtime:
             queue = self.queue
             if queue is not None:
                 manager.with_compaction_queue(queue)
+        publisher = self.publisher
+        if not _publishes_nowhere(publisher):
+            from threadloom.live.publisher import attach_publisher
+
+            attach_publisher(manager, publisher)
         return manager
 
     def _skills_for(self, keys: list[str] | None, prefix: str | None) -> ContextProvider | None:
@@ -312,6 +338,13 @@ class Runtime:
             logger.exception("Storage health check failed")
             return False
         return True
+
+
+def _publishes_nowhere(publisher: StatusPublisher) -> bool:
+    """A NullPublisher needs no listener (and so no token estimate after writes that do not need one)."""
+    from threadloom.live.publisher import NullPublisher
+
+    return isinstance(publisher, NullPublisher)
 
 
 _runtime: Runtime | None = None

@@ -47,6 +47,9 @@ if TYPE_CHECKING:
     from threadloom.tools.base import Tool
 
 
+CONTEXT_WRITING_TOOLS = frozenset({"set_context", "load_context", "unload_context"})
+"""Model tools whose call may change the session's context, which live viewers are told about."""
+
 # ------------------------------------------------------------------ helpers
 
 
@@ -358,7 +361,10 @@ def call_tool(manager: SessionManager, session_id: str, tool_name: str, argument
     tool = session_tools(manager, session_id).get(tool_name)
     if tool is None:
         raise NotFoundError(f"Tool {tool_name!r} is not available in session {session_id!r}")
-    return ToolCallOut(output=tool.execute(arguments))
+    output = tool.execute(arguments)
+    if tool_name in CONTEXT_WRITING_TOOLS:
+        manager.get_session(session_id).announce_change("context")
+    return ToolCallOut(output=output)
 
 
 __all__ = [

@@ -1,4 +1,4 @@
-"""Status and error events (contract §5), and the automatic-compaction error path (D8)."""
+"""Status and error events (contract §5), change notices for live viewers, and the auto-compaction error path (D8)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ class EventEmitter:
 
     def __init__(self) -> None:
         self._listeners: list[Callable[[dict[str, Any]], Any]] = []
+        self._change_listeners: list[Callable[[dict[str, Any]], Any]] = []
         self.error_handler: Callable[[BaseException], Any] | None = None
 
     @property
@@ -25,8 +26,11 @@ class EventEmitter:
     def add_listener(self, listener: Callable[[dict[str, Any]], Any]) -> None:
         self._listeners.append(listener)
 
-    def _emit(self, event: dict[str, Any]) -> None:
-        for listener in list(self._listeners):
+    def add_change_listener(self, listener: Callable[[dict[str, Any]], Any]) -> None:
+        self._change_listeners.append(listener)
+
+    def _emit(self, event: dict[str, Any], listeners: list[Callable[[dict[str, Any]], Any]] | None = None) -> None:
+        for listener in list(self._listeners if listeners is None else listeners):
             try:
                 listener(event)
             except Exception:
@@ -47,6 +51,15 @@ class EventEmitter:
 
     def emit_error(self, message: str) -> None:
         self._emit({"type": "session_error", "error": message})
+
+    def emit_change(self, change: str, leaf_id: str | None = None) -> None:
+        """Tell change listeners what kind of write happened (ids only, never content) so viewers can refresh."""
+        if not self._change_listeners:
+            return
+        event: dict[str, Any] = {"type": "session_changed", "change": change}
+        if leaf_id is not None:
+            event["leafId"] = leaf_id
+        self._emit(event, self._change_listeners)
 
     def report_auto_error(self, error: BaseException) -> None:
         """Give an automatic-compaction failure to the handler (or the log) and broadcast it."""

@@ -93,6 +93,7 @@ class SessionManager:
         self._token_counter: Callable[[TokenCountInput], float] | None = None
         self._error_handler: Callable[[BaseException], Any] | None = None
         self._event_listeners: builtins.list[Callable[[dict[str, Any]], Any]] = []
+        self._session_listeners: builtins.list[Callable[[str, dict[str, Any]], Any]] = []
         self._history_label: str | None = None
         self._queue: CompactionQueue | None = None
         self._sessions: dict[str, Session] = {}
@@ -149,6 +150,13 @@ class SessionManager:
         self._event_listeners.append(callback)
         return self
 
+    def on_session_event(self, callback: Callable[[str, dict[str, Any]], Any]) -> SessionManager:
+        """Receive ``(session_id, event)`` for every session's status, error and change events (live status)."""
+        self._session_listeners.append(callback)
+        for session_id, session in self._sessions.items():
+            _bind_session_listener(session, session_id, callback)
+        return self
+
     def with_searchable_history(self, label: str) -> SessionManager:
         """Give every session a searchable block over all of this namespace's sessions."""
         self._history_label = label
@@ -186,6 +194,8 @@ class SessionManager:
             session.on_compaction_error(self._error_handler)
         for listener in self._event_listeners:
             session.on_event(listener)
+        for session_listener in self._session_listeners:
+            _bind_session_listener(session, session_id, session_listener)
         if self._queue is not None:
             session.with_compaction_queue(self._queue)
         self._sessions[session_id] = session
@@ -311,6 +321,7 @@ class SessionManager:
         copies = [{**message, "id": str(uuid.uuid4())} for message in history]
         self.get_session(info.id).append_messages(copies, None)
         self._touch(info.id)
+        self.get_session(session_id).announce_change("fork")
         return info
 
     def add_compaction(self, session_id: str, summary: str, from_id: str, to_id: str) -> StoredCompaction:
@@ -363,3 +374,10 @@ class SessionManager:
         """``session_search`` only; merge with a session's own tools."""
         tool = build_session_search_tool(lambda query, limit: self.search(query, limit=limit))
         return {tool.name: tool}
+
+
+def _bind_session_listener(session: Session, session_id: str, callback: Callable[[str, dict[str, Any]], Any]) -> None:
+    def forward(event: dict[str, Any]) -> None:
+        callback(session_id, event)
+
+    session.on_event(forward).on_change(forward)

@@ -78,6 +78,7 @@ class Session:
         self._blocks: ContextBlocks | None = None
         self._skill_state: Any = None
         self._warned_noop = False
+        self._compacting = 0
 
     # ---------------------------------------------------------------- builder
 
@@ -140,6 +141,25 @@ class Session:
         """Receive ``session_status`` and ``session_error`` events (contract §5)."""
         self._events.add_listener(callback)
         return self
+
+    def on_change(self, callback: Callable[[dict[str, Any]], Any]) -> Session:
+        """Receive ``{"type": "session_changed", "change": kind, "leafId"?: id}`` after each write (ids only)."""
+        self._events.add_change_listener(callback)
+        return self
+
+    def announce_change(self, change: str, leaf_id: str | None = None) -> None:
+        """Tell change listeners about a write made around the session (a fork, a context tool)."""
+        self._events.emit_change(change, leaf_id)
+
+    @property
+    def token_threshold(self) -> int | None:
+        """The auto-compaction threshold (``compact_after``), or None."""
+        return self._threshold
+
+    @property
+    def compacting(self) -> bool:
+        """Whether this object is running ``compact`` right now (in this process)."""
+        return self._compacting > 0
 
     def with_compaction_queue(self, queue: CompactionQueue) -> Session:
         """Hand automatic compaction to a queue: appends only enqueue, a worker compacts (D9)."""
@@ -217,6 +237,7 @@ class Session:
         estimate = self._emit_status("idle")
         if result.inserted:
             self._maybe_auto_compact(estimate, result.id)
+            self._events.emit_change("append", result.id)
         return result
 
     def append_messages(self, messages: list[Message], parent_id: str | Omitted | None = OMITTED) -> str | None:
@@ -236,6 +257,7 @@ class Session:
         estimate = self._emit_status("idle")
         if inserted_any and last is not None:
             self._maybe_auto_compact(estimate, last)
+            self._events.emit_change("append", last)
         return last  # type: ignore[no-any-return]
 
     def update_message(self, message: Message) -> None:
@@ -243,12 +265,14 @@ class Session:
         self._ensure_ready()
         self._storage.update_message(message)
         self._emit_status("idle")
+        self._events.emit_change("update")
 
     def delete_messages(self, message_ids: list[str]) -> None:
         """Delete messages; their children are re-attached to the nearest surviving ancestor (D4)."""
         self._ensure_ready()
         self._storage.delete_messages(list(message_ids))
         self._emit_status("idle")
+        self._events.emit_change("delete")
 
     def clear_messages(self) -> None:
         """Delete every message and overlay, forget loaded skills and re-render the prompt."""
@@ -257,6 +281,7 @@ class Session:
         self.blocks.clear_skill_state()
         self.blocks.refresh_system_prompt()
         self._emit_status("idle")
+        self._events.emit_change("clear")
 
     # ------------------------------------------------------------------ reads
 
@@ -302,10 +327,14 @@ class Session:
 
     def replace_context_block(self, label: str, content: str) -> ContextBlock:
         """Overwrite a writable block; the frozen prompt is unchanged until refreshed."""
-        return self.blocks.set_block(label, content)
+        block = self.blocks.set_block(label, content)
+        self._events.emit_change("context")
+        return block
 
     def append_context_block(self, label: str, content: str) -> ContextBlock:
-        return self.blocks.append_to_block(label, content)
+        block = self.blocks.append_to_block(label, content)
+        self._events.emit_change("context")
+        return block
 
     def add_context(
         self,
@@ -336,13 +365,18 @@ class Session:
 
     def refresh_system_prompt(self) -> str:
         """Re-read every block, re-render and persist."""
-        return self.blocks.refresh_system_prompt()
+        prompt = self.blocks.refresh_system_prompt()
+        self._events.emit_change("context")
+        return prompt
 
     # ----------------------------------------------------------------- skills
 
     def unload_skill(self, label: str, key: str) -> bool:
         """Forget a loaded skill and rewrite its tool result to ``[skill unloaded: <key>]`` (D7)."""
-        return self.blocks.unload_skill(label, key)
+        unloaded = self.blocks.unload_skill(label, key)
+        if unloaded:
+            self._events.emit_change("context")
+        return unloaded
 
     def get_loaded_skill_keys(self) -> set[str]:
         return self.blocks.loaded_skill_keys()
@@ -374,6 +408,13 @@ class Session:
         fn = self._compaction_fn
         if fn is None:
             raise CompactionError("No compaction function registered. Call onCompaction() first.")
+        self._compacting += 1
+        try:
+            return self._compact(fn, leaf_id, request_key)
+        finally:
+            self._compacting -= 1
+
+    def _compact(self, fn: CompactFunction, leaf_id: str | None, request_key: str | None) -> CompactResult | None:
         storage = self._storage
         tokens_before = self._emit_status("compacting")
         target_leaf = leaf_id or _latest_leaf_id(storage)
@@ -401,6 +442,7 @@ class Session:
             storage.add_compaction(result.summary, from_id, result.to_message_id)
         self.blocks.refresh_system_prompt()
         self._emit_status("idle", compacted={"tokensBefore": tokens_before})
+        self._events.emit_change("compaction", target_leaf)
         return CompactResult(from_message_id=from_id, to_message_id=result.to_message_id, summary=result.summary)
 
     def estimate_tokens(self) -> int:
