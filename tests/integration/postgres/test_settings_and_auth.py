@@ -16,7 +16,9 @@ from pg8000.exceptions import DatabaseError
 from threadloom import PostgresStore, Session, StorageUnavailableError, ValidationError
 from threadloom.storage.postgres import connection as connection_module
 from threadloom.storage.postgres.connection import (
+    ConnectParams,
     PostgresSettings,
+    open_connection,
     parse_database_url,
     settings_factory,
     tls_context,
@@ -276,3 +278,15 @@ def test_from_environment_does_not_connect_until_used() -> None:
     session = Session.create(store).for_session("s")  # nothing connects yet
     with pytest.raises(StorageUnavailableError, match="Cannot reach PostgreSQL"):
         session.get_history()
+
+
+@pytest.mark.postgres
+def test_a_server_without_tls_is_answered_with_the_setting_to_change() -> None:
+    """The default `verify` against a local server must say how to turn TLS off, not just fail."""
+    kwargs = connect_kwargs()
+    params = ConnectParams(host=str(kwargs["host"]), port=int(str(kwargs["port"])), tls="verify", connect_timeout=5)
+    with pytest.raises(StorageUnavailableError) as raised:
+        open_connection(params)
+    message = str(raised.value)
+    assert "Server refuses SSL" in message
+    assert "TLS mode is 'verify'" in message and "THREADLOOM_DB_TLS=off" in message and "sslmode=disable" in message

@@ -289,9 +289,13 @@ def open_connection(params: ConnectParams, password: str | None = None) -> Conne
         )
     except (InterfaceError, DatabaseError, OSError) as error:
         sock.close()
-        raise StorageUnavailableError(
-            f"Cannot connect to PostgreSQL at {params.describe()}: {describe_error(error)}"
-        ) from error
+        reason = describe_error(error)
+        if "refuses SSL" in reason:  # the first thing a local server without TLS answers
+            reason += (
+                f" (TLS mode is {params.tls!r}; for a server without TLS set THREADLOOM_DB_TLS=off "
+                "or add ?sslmode=disable to the URL)"
+            )
+        raise StorageUnavailableError(f"Cannot connect to PostgreSQL at {params.describe()}: {reason}") from error
 
 
 def dsn_factory(url: str) -> ConnectionFactory:

@@ -126,7 +126,7 @@ class PostgresSql(SqlDialect):
         "CROSS JOIN LATERAL (SELECT m.id, m.role, m.content, m.created_at, m.session_id, m.seq, "
         f"ts_rank(m.search_vector, {_MATCH}) AS rank FROM threadloom_messages m "
         f"WHERE m.session_id = s.id AND m.search_vector @@ {_MATCH}) hit "
-        "WHERE s.namespace = :namespace ORDER BY hit.rank DESC, hit.session_id, hit.seq LIMIT :limit"
+        "WHERE s.namespace = :namespace ORDER BY hit.rank DESC, s.created_at, hit.session_id, hit.seq LIMIT :limit"
     )
 
     get_compactions = (

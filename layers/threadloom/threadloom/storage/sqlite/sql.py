@@ -111,7 +111,7 @@ class SqliteSql(SqlDialect):
         "JOIN threadloom_messages m ON m.rowid = f.rowid "
         "JOIN threadloom_sessions s ON s.id = m.session_id "
         "WHERE threadloom_message_fts MATCH :match AND s.namespace = :namespace "
-        "ORDER BY f.rank, m.session_id, m.seq LIMIT :limit"
+        "ORDER BY f.rank, s.created_at, m.session_id, m.seq LIMIT :limit"
     )
 
     get_compactions = (
