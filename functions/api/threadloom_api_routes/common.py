@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
-    from threadloom.api.profile import LimitsSpec
+    from threadloom.core.limits import Limits
     from threadloom.core.manager import SessionManager
 
 ERROR_RESPONSES: dict[int, OpenAPIResponse] = {
@@ -51,8 +51,8 @@ def manager(router: APIGatewayHttpRouter) -> SessionManager:
     return get_runtime().manager(tenant(router))
 
 
-def limits() -> LimitsSpec:
-    return get_runtime().profile.limits
+def limits() -> Limits:
+    return get_runtime().limits
 
 
 def json_response(status: int, body: BaseModel | dict[str, Any]) -> Response[Any]:

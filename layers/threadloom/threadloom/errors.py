@@ -15,6 +15,10 @@ class ValidationError(ThreadloomError, ValueError):
     """The caller passed something malformed (a message without ``id``, a bad key...)."""
 
 
+class PayloadTooLargeError(ValidationError):
+    """Something exceeds a size limit of the limits table (HTTP 413)."""
+
+
 class NotFoundError(ThreadloomError, LookupError):
     """A session, message or block that the call needs does not exist."""
 
@@ -48,6 +52,7 @@ __all__ = [
     "CompactionError",
     "ConflictError",
     "NotFoundError",
+    "PayloadTooLargeError",
     "ReadOnlyBlockError",
     "SkillStoreError",
     "StorageUnavailableError",

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from threadloom.errors import ThreadloomError, ValidationError
-
-
-class PayloadTooLargeError(ValidationError):
-    """A message or body exceeds the profile's ``limits.max_message_bytes`` (HTTP 413)."""
+from threadloom.errors import PayloadTooLargeError, ThreadloomError, ValidationError
 
 
 class UnauthenticatedError(ThreadloomError):
     """The request carries no tenant claim: the authorizer did not run or the claim is missing (HTTP 401)."""
 
 
-__all__ = ["PayloadTooLargeError", "UnauthenticatedError"]
+class UnsupportedMediaTypeError(ValidationError):
+    """A request body that is not ``application/json`` (HTTP 415)."""
+
+
+__all__ = ["PayloadTooLargeError", "UnauthenticatedError", "UnsupportedMediaTypeError"]

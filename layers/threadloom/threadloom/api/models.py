@@ -11,9 +11,17 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from threadloom.core.limits import HARD_LIMITS, ID_ALPHABET
 from threadloom.records import ContextBlock, SearchResult, SessionInfo, StoredCompaction  # noqa: TC001
 
-Id = Annotated[str, Field(min_length=1, max_length=512)]
+Id = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=HARD_LIMITS.max_id_chars,
+        description=f"Characters {ID_ALPHABET}; not only dots (so that a URL path can carry it)",
+    ),
+]
 
 
 class ApiModel(BaseModel):

@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
+from threadloom.core.limits import DEFAULT_LIMITS, HARD_LIMITS, Limits
 from threadloom.errors import ValidationError
 
 DEFAULT_PROFILE_PATH = Path(__file__).parent / "profiles" / "default.yaml"
@@ -96,19 +97,49 @@ class CompactionSpec(_Strict):
     min_tail_messages: Annotated[int, Field(ge=0)] = 2
 
 
-class LimitsSpec(_Strict):
-    """Request and response bounds that keep every Lambda response far below 6 MB."""
+def _limit_field(name: str) -> Any:
+    """A profile field for one entry of the limits table: positive, at most its hard ceiling."""
+    default = getattr(DEFAULT_LIMITS, name)
+    return Field(default=default, gt=0, le=getattr(HARD_LIMITS, name))
 
-    max_message_bytes: Annotated[int, Field(gt=0, le=4 * 1024 * 1024)] = 256 * 1024
-    default_page_size: Annotated[int, Field(gt=0)] = 50
-    max_page_size: Annotated[int, Field(gt=0, le=1000)] = 200
-    search_limit: Annotated[int, Field(gt=0, le=100)] = 20
+
+class LimitsSpec(_Strict):
+    """The limits table (``threadloom.core.limits``) as profile data; every key optional, defaults from the table."""
+
+    max_message_bytes: int = _limit_field("max_message_bytes")
+    max_chain_messages: int = _limit_field("max_chain_messages")
+    max_id_chars: int = _limit_field("max_id_chars")
+    max_name_chars: int = _limit_field("max_name_chars")
+    max_label_chars: int = _limit_field("max_label_chars")
+    max_block_bytes: int = _limit_field("max_block_bytes")
+    max_entry_bytes: int = _limit_field("max_entry_bytes")
+    max_entries_per_tenant: int = _limit_field("max_entries_per_tenant")
+    max_skill_bytes: int = _limit_field("max_skill_bytes")
+    max_skill_description_chars: int = _limit_field("max_skill_description_chars")
+    max_skills_per_tenant: int = _limit_field("max_skills_per_tenant")
+    max_summary_bytes: int = _limit_field("max_summary_bytes")
+    max_nesting_depth: int = _limit_field("max_nesting_depth")
+    max_usage_tokens: int = _limit_field("max_usage_tokens")
+    max_usage_cost: float = _limit_field("max_usage_cost")
+    max_tenant_chars: int = _limit_field("max_tenant_chars")
+    max_query_chars: int = _limit_field("max_query_chars")
+    default_page_size: int = _limit_field("default_page_size")
+    max_page_size: int = _limit_field("max_page_size")
+    search_limit: int = _limit_field("search_limit")
+    max_search_limit: int = _limit_field("max_search_limit")
+    max_response_bytes: int = _limit_field("max_response_bytes")
 
     @model_validator(mode="after")
-    def _page_sizes(self) -> LimitsSpec:
-        if self.default_page_size > self.max_page_size:
-            raise ValueError("default_page_size cannot exceed max_page_size")
+    def _consistent(self) -> LimitsSpec:
+        try:
+            self.to_limits()
+        except ValidationError as exc:
+            raise ValueError(str(exc)) from exc
         return self
+
+    def to_limits(self) -> Limits:
+        """The library's table with these values."""
+        return Limits(**self.model_dump())
 
 
 class Profile(_Strict):

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from threadloom.compaction.function import CompactFunction
     from threadloom.compaction.queue import CompactionQueue, CompactionRequest
     from threadloom.live.publisher import StatusPublisher
+    from threadloom.core.limits import Limits
     from threadloom.providers.protocols import ContextProvider, WritableContextProvider
 
 logger = logging.getLogger(__name__)
@@ -148,6 +149,11 @@ class Runtime:
         return self._profile
 
     @property
+    def limits(self) -> Limits:
+        """The profile's limits table, enforced by every manager this runtime builds."""
+        return self.profile.limits.to_limits()
+
+    @property
     def store(self) -> Any:
         """The SQLite or PostgreSQL store (Postgres imported only when selected)."""
         with self._lock:
@@ -264,7 +270,7 @@ class Runtime:
     def _build_manager(self, tenant: str) -> SessionManager:
         profile = self.profile
         store = self.store
-        manager = SessionManager.create(store, namespace=tenant)
+        manager = SessionManager.create(store, namespace=tenant).with_limits(self.limits)
         for block in profile.blocks:
             provider: ContextProvider | None = None
             if block.kind == "static":

@@ -12,7 +12,6 @@ import binascii
 import json
 from typing import TYPE_CHECKING, Any
 
-from threadloom.api.exceptions import PayloadTooLargeError
 from threadloom.api.models import (
     AppendOut,
     CompactionList,
@@ -33,14 +32,14 @@ from threadloom.api.models import (
     ToolsOut,
 )
 from threadloom.compaction.queue import CompactionRequest
-from threadloom.errors import ConflictError, NotFoundError, ValidationError
+from threadloom.errors import NotFoundError, ValidationError
 from threadloom.records import OMITTED
 from threadloom.tools.formats import to_anthropic_tools, to_bedrock_tool_config, to_openai_tools
 
 if TYPE_CHECKING:
     from threadloom.api.models import AppendIn, ToolFormat
-    from threadloom.api.profile import LimitsSpec
     from threadloom.compaction.queue import CompactionQueue
+    from threadloom.core.limits import Limits
     from threadloom.core.manager import SessionManager
     from threadloom.core.session import Session
     from threadloom.records import Message, Omitted
@@ -70,21 +69,8 @@ def decode_cursor(cursor: str) -> dict[str, Any]:
     return data
 
 
-def page_size(limit: int | None, limits: LimitsSpec) -> int:
-    if limit is None:
-        return limits.default_page_size
-    if limit < 1:
-        raise ValidationError("limit must be a positive integer")
-    return min(limit, limits.max_page_size)
-
-
-def check_size(message: Message, limits: LimitsSpec) -> None:
-    """413 for a message whose compact JSON exceeds the profile limit."""
-    size = len(json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
-    if size > limits.max_message_bytes:
-        raise PayloadTooLargeError(
-            f"Message {message.get('id')!r} is {size} bytes; the limit is {limits.max_message_bytes} bytes"
-        )
+def page_size(limit: int | None, limits: Limits) -> int:
+    return limits.page_size(limit)
 
 
 def require_session(manager: SessionManager, session_id: str) -> Session:
@@ -112,7 +98,7 @@ def create_session(
     return SessionOut.of(manager.create(name, parent_session_id=parent_session_id, model=model, source=source))
 
 
-def list_sessions(manager: SessionManager, limits: LimitsSpec, *, limit: int | None, cursor: str | None) -> SessionPage:
+def list_sessions(manager: SessionManager, limits: Limits, *, limit: int | None, cursor: str | None) -> SessionPage:
     sessions, next_cursor = manager.list_page(limit=page_size(limit, limits), cursor=cursor or None)
     return SessionPage(sessions=[SessionOut.of(info) for info in sessions], next_cursor=next_cursor)
 
@@ -136,28 +122,33 @@ def delete_session(manager: SessionManager, session_id: str) -> None:
 # ----------------------------------------------------------------- messages
 
 
-def append(manager: SessionManager, session_id: str, body: AppendIn, limits: LimitsSpec) -> tuple[AppendOut, bool]:
-    """Append one message or a chain; returns the result and whether anything new was stored."""
+def append(manager: SessionManager, session_id: str, body: AppendIn, limits: Limits) -> tuple[AppendOut, bool]:
+    """Append one message or a chain; returns the result and whether anything new was stored.
+
+    A chain reports where its first message attached (``parentId``) and whether any of
+    its messages was new (``inserted``); its ``expectedLeafId`` is checked under the write lock.
+    """
     session = require_session(manager, session_id)
     if (body.message is None) == (body.messages is None):
         raise ValidationError("Send exactly one of 'message' or 'messages'")
     parent: str | Omitted | None = body.parent_id if "parent_id" in body.model_fields_set else OMITTED
     if body.message is not None:
-        message = body.message.as_message()
-        check_size(message, limits)
-        result = session.append_message(message, parent, expected_leaf_id=body.expected_leaf_id)
+        result = session.append_message(body.message.as_message(), parent, expected_leaf_id=body.expected_leaf_id)
         if result.inserted:
             manager._touch(session_id)
         return AppendOut(id=result.id, parent_id=result.parent_id, inserted=result.inserted), result.inserted
     messages = [item.as_message() for item in body.messages or []]
-    for message in messages:
-        check_size(message, limits)
-    if body.expected_leaf_id is not None:
-        leaf = session.get_latest_leaf()
-        if (leaf or {}).get("id") != body.expected_leaf_id:
-            raise ConflictError(f"Latest leaf is no longer {body.expected_leaf_id!r}")
-    last = manager.append_all(session_id, messages, parent)
-    return AppendOut(id=last, inserted=True, ids=[str(message["id"]) for message in messages]), True
+    results = manager.append_chain(session_id, messages, parent, expected_leaf_id=body.expected_leaf_id)
+    inserted = any(result.inserted for result in results)
+    return (
+        AppendOut(
+            id=results[-1].id,
+            parent_id=results[0].parent_id,
+            inserted=inserted,
+            ids=[result.id for result in results],
+        ),
+        inserted,
+    )
 
 
 def get_message(manager: SessionManager, session_id: str, message_id: str) -> MessageOut:
@@ -166,12 +157,12 @@ def get_message(manager: SessionManager, session_id: str, message_id: str) -> Me
 
 
 def update_message(
-    manager: SessionManager, session_id: str, message_id: str, message: Message, limits: LimitsSpec
+    manager: SessionManager, session_id: str, message_id: str, message: Message, limits: Limits
 ) -> MessageOut:
     session = require_session(manager, session_id)
     if message.get("id") != message_id:
         raise ValidationError(f"The message id {message.get('id')!r} does not match the path ({message_id!r})")
-    check_size(message, limits)
+    limits.check_message(message)
     _require_message(session, session_id, message_id)
     session.update_message(message)
     return MessageOut(message=_require_message(session, session_id, message_id))
@@ -192,7 +183,7 @@ def branches(manager: SessionManager, session_id: str, message_id: str) -> Messa
 def history(
     manager: SessionManager,
     session_id: str,
-    limits: LimitsSpec,
+    limits: Limits,
     *,
     leaf_id: str | None,
     limit: int | None,
@@ -232,23 +223,19 @@ def clear(manager: SessionManager, session_id: str) -> None:
 
 
 def search_session(
-    manager: SessionManager, session_id: str, query: str, limit: int | None, limits: LimitsSpec
+    manager: SessionManager, session_id: str, query: str, limit: int | None, limits: Limits
 ) -> SearchOut:
     hits = require_session(manager, session_id).search(query, limit=_search_limit(limit, limits))
     return SearchOut(results=[SearchHit.of(hit) for hit in hits])
 
 
-def search_all(manager: SessionManager, query: str, limit: int | None, limits: LimitsSpec) -> SearchOut:
+def search_all(manager: SessionManager, query: str, limit: int | None, limits: Limits) -> SearchOut:
     hits = manager.search(query, limit=_search_limit(limit, limits))
     return SearchOut(results=[SearchHit.of(hit) for hit in hits])
 
 
-def _search_limit(limit: int | None, limits: LimitsSpec) -> int:
-    if limit is None:
-        return limits.search_limit
-    if limit < 1:
-        raise ValidationError("limit must be a positive integer")
-    return min(limit, 100)
+def _search_limit(limit: int | None, limits: Limits) -> int:
+    return limits.search_size(limit)
 
 
 # --------------------------------------------------------- fork and compact
@@ -317,11 +304,9 @@ def context_block(manager: SessionManager, session_id: str, label: str) -> Conte
 
 
 def write_context_block(
-    manager: SessionManager, session_id: str, label: str, *, content: str, mode: str, limits: LimitsSpec
+    manager: SessionManager, session_id: str, label: str, *, content: str, mode: str, limits: Limits
 ) -> ContextBlockOut:
     session = require_session(manager, session_id)
-    if len(content.encode("utf-8", "surrogatepass")) > limits.max_message_bytes:
-        raise PayloadTooLargeError(f"Block content exceeds {limits.max_message_bytes} bytes")
     if session.get_context_block(label) is None:
         raise NotFoundError(f'Block "{label}" not found')
     if mode == "append":
@@ -372,7 +357,6 @@ __all__ = [
     "append",
     "branches",
     "call_tool",
-    "check_size",
     "clear",
     "compact",
     "compactions",

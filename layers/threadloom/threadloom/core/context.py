@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeAlias, cast
 
+from threadloom.core.limits import DEFAULT_LIMITS, Limits, check_text
 from threadloom.core.prompt import render_prompt
 from threadloom.errors import BlockLimitError, NotFoundError, ReadOnlyBlockError, ValidationError
 from threadloom.providers.protocols import is_search_provider, is_skill_provider, is_writable_provider
@@ -72,8 +73,11 @@ class ContextBlocks:
         *,
         on_unload: UnloadCallback | None = None,
         on_loaded_skills_changed: LoadedSkillsListener | None = None,
+        limits: Limits = DEFAULT_LIMITS,
     ) -> None:
         self._configs: list[ContextConfig] = list(configs)
+        # Every write (block content, skill, search entry) is checked against this table first.
+        self.limits = limits
         # Where the frozen prompt persists; None keeps it in memory only.
         self.prompt_store = prompt_store
         self.on_unload = on_unload
@@ -194,6 +198,7 @@ class ContextBlocks:
         block = self._blocks.get(label)
         if block is None or not block.writable:
             raise ReadOnlyBlockError(f'Block "{label}" is readonly')
+        self.limits.check_block_content(content, label)
         if block.is_skill or block.is_searchable:
             raise ReadOnlyBlockError(
                 f'Block "{label}" is a keyed provider. Use setSkill() or setSearchEntry() instead.'
@@ -250,6 +255,10 @@ class ContextBlocks:
 
     def set_skill(self, label: str, key: str, content: str, description: str | None = None) -> None:
         """Store one skill document, then refresh the block's listing from the provider."""
+        limits = self.limits
+        limits.check_content(content, f'skill "{key}"', limits.max_skill_bytes)
+        if description is not None:
+            check_text(description, "skill description", max_chars=limits.max_skill_description_chars)
         provider = self._keyed_provider(label, skill=True)
         _provider_set(provider)(key, content, description)
         listing = provider.get()
@@ -258,6 +267,7 @@ class ContextBlocks:
 
     def set_search_entry(self, label: str, key: str, content: str) -> None:
         """Index one entry, then refresh the block's summary from the provider."""
+        self.limits.check_content(content, f'entry "{key}" of block "{label}"', self.limits.max_entry_bytes)
         provider = self._keyed_provider(label, skill=False)
         _provider_set(provider)(key, content)
         self._update_content(label, provider.get() or "")

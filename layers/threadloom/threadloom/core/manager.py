@@ -7,10 +7,10 @@ search only sees this namespace's sessions (contract D6).
 
 from __future__ import annotations
 
-import math
 import uuid
 from typing import TYPE_CHECKING, Any, overload
 
+from threadloom.core.limits import DEFAULT_LIMITS, Limits, check_text
 from threadloom.core.session import Session
 from threadloom.errors import NotFoundError, ValidationError
 from threadloom.records import OMITTED, Omitted
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from threadloom.compaction.function import CompactFunction
     from threadloom.compaction.queue import CompactionQueue
     from threadloom.providers.protocols import ContextProvider, WritableContextProvider
-    from threadloom.records import Message, SearchResult, SessionInfo, StoredCompaction, TokenCountInput
+    from threadloom.records import AppendResult, Message, SearchResult, SessionInfo, StoredCompaction, TokenCountInput
     from threadloom.tools.base import Tool
 
 HISTORY_BLOCK_DESCRIPTION = "Cross-session conversation history"
@@ -97,6 +97,7 @@ class SessionManager:
         self._history_label: str | None = None
         self._queue: CompactionQueue | None = None
         self._sessions: dict[str, Session] = {}
+        self.limits: Limits = DEFAULT_LIMITS
 
     # ---------------------------------------------------------------- builder
 
@@ -162,6 +163,11 @@ class SessionManager:
         self._history_label = label
         return self
 
+    def with_limits(self, limits: Limits) -> SessionManager:
+        """Enforce ``limits`` on every write of every session (``DEFAULT_LIMITS`` otherwise)."""
+        self.limits = limits
+        return self
+
     def with_compaction_queue(self, queue: CompactionQueue) -> SessionManager:
         self._queue = queue
         return self
@@ -174,6 +180,7 @@ class SessionManager:
         if cached is not None:
             return cached
         session = Session.create(self.store).for_session(session_id).in_namespace(self.namespace)
+        session.with_limits(self.limits)
         for label, options in self._contexts:
             session.with_context(label, **options)
         if self._prompt_factory is not None:
@@ -215,8 +222,12 @@ class SessionManager:
         model: str | None = None,
         source: str | None = None,
     ) -> SessionInfo:
-        if not isinstance(name, str):
-            raise ValidationError("A session name must be a string")
+        limits = self.limits
+        limits.check_name(name, "session name")
+        limits.check_name(model, "model", optional=True)
+        limits.check_name(source, "source", optional=True)
+        if parent_session_id is not None:
+            check_text(parent_session_id, "parent session id", max_chars=limits.max_id_chars)
         return self._registry.create(  # type: ignore[no-any-return]
             name, parent_session_id=parent_session_id, model=model, source=source
         )
@@ -236,8 +247,7 @@ class SessionManager:
         return self._registry.count()  # type: ignore[no-any-return]
 
     def rename(self, session_id: str, name: str) -> SessionInfo:
-        if not isinstance(name, str):
-            raise ValidationError("A session name must be a string")
+        self.limits.check_name(name, "session name")
         if not self._registry.rename(session_id, name):
             raise NotFoundError(f"Session {session_id!r} not found")
         return self._require(session_id)
@@ -287,6 +297,21 @@ class SessionManager:
         self._touch(session_id)
         return last
 
+    def append_chain(
+        self,
+        session_id: str,
+        messages: builtins.list[Message],
+        parent_id: str | Omitted | None = OMITTED,
+        *,
+        expected_leaf_id: str | None = None,
+    ) -> builtins.list[AppendResult]:
+        """Like :meth:`append_all`, with one result per message and an optional stale-leaf guard."""
+        self._require(session_id)
+        results = self.get_session(session_id).append_chain(messages, parent_id, expected_leaf_id=expected_leaf_id)
+        if any(result.inserted for result in results):
+            self._touch(session_id)
+        return results
+
     def get_history(self, session_id: str, leaf_id: str | None = None) -> builtins.list[Message]:
         self._require(session_id)
         return self.get_session(session_id).get_history(leaf_id)
@@ -335,8 +360,9 @@ class SessionManager:
     def compact_and_split(self, session_id: str, summary: str, name: str | None = None) -> SessionInfo:
         """End the session (``end_reason = "compaction"``) and continue in a new one seeded with ``summary``."""
         old = self._require(session_id)
-        if not isinstance(summary, str):
-            raise ValidationError("summary must be a string")
+        self.limits.check_content(summary, "summary", self.limits.max_summary_bytes)
+        if name is not None:
+            self.limits.check_name(name, "session name")
         self._registry.end(session_id, "compaction")
         info = self.create_session(
             name if name is not None else (old.name or "Compacted"),
@@ -353,12 +379,9 @@ class SessionManager:
         return info
 
     def add_usage(self, session_id: str, input_tokens: int, output_tokens: int, cost: float) -> SessionInfo:
-        for name, value in (("input_tokens", input_tokens), ("output_tokens", output_tokens)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValidationError(f"{name} must be a non-negative integer")
-        if isinstance(cost, bool) or not isinstance(cost, (int, float)) or cost < 0 or math.isnan(cost):
-            raise ValidationError("cost must be a non-negative number")
-        if not self._registry.add_usage(session_id, input_tokens, output_tokens, float(cost)):
+        """Add to the session's counters; each increment and each total stays finite and within the limits."""
+        self.limits.check_usage(input_tokens, output_tokens, cost)
+        if not self._registry.add_usage(session_id, input_tokens, output_tokens, float(cost), limits=self.limits):
             raise NotFoundError(f"Session {session_id!r} not found")
         return self._require(session_id)
 

@@ -10,33 +10,23 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from threadloom.core.limits import HARD_LIMITS, Limits
 from threadloom.errors import ValidationError
 from threadloom.jscompat import compact_json
 
 if TYPE_CHECKING:
     from threadloom.records import Message
 
-MAX_MESSAGE_ID_LENGTH = 256
+MAX_MESSAGE_ID_LENGTH = HARD_LIMITS.max_id_chars
 
 
-def validate_message(message: Any) -> Message:
-    """Return ``message`` if it has the shape storage needs; raise :class:`ValidationError` otherwise."""
-    if not isinstance(message, dict):
-        raise ValidationError(f"A message must be a JSON object, got {type(message).__name__}")
-    message_id = message.get("id")
-    if not isinstance(message_id, str) or not message_id:
-        raise ValidationError("A message needs a non-empty string 'id'")
-    if len(message_id) > MAX_MESSAGE_ID_LENGTH:
-        raise ValidationError(f"Message id is longer than {MAX_MESSAGE_ID_LENGTH} characters")
-    if not isinstance(message.get("role"), str) or not message["role"]:
-        raise ValidationError(f"Message {message_id!r} needs a non-empty string 'role'")
-    parts = message.get("parts")
-    if not isinstance(parts, list):
-        raise ValidationError(f"Message {message_id!r} needs a 'parts' list")
-    for index, part in enumerate(parts):
-        if not isinstance(part, dict) or not isinstance(part.get("type"), str):
-            raise ValidationError(f"Part {index} of message {message_id!r} must be an object with a string 'type'")
-    return message
+def validate_message(message: Any, limits: Limits = HARD_LIMITS) -> Message:
+    """Return ``message`` if it satisfies the limits table's message rule; raise :class:`ValidationError` otherwise.
+
+    Storage calls it with ``HARD_LIMITS`` (nothing untextable ever reaches a database);
+    sessions call it first with their configured, usually tighter, limits.
+    """
+    return limits.check_message(message)
 
 
 def serialize_message(message: Message) -> str:

@@ -17,6 +17,7 @@ from threadloom.compaction.markers import COMPACTION_PREFIX
 from threadloom.compaction.queue import CompactionRequest
 from threadloom.core.context import ContextBlocks, ContextConfig
 from threadloom.core.events import EventEmitter
+from threadloom.core.limits import DEFAULT_LIMITS, Limits, check_text
 from threadloom.core.skills import reclaim_loaded_skill
 from threadloom.errors import CompactionError, ConflictError, ThreadloomError, ValidationError
 from threadloom.records import OMITTED, AppendResult, CompactResult, Omitted, TokenCountInput
@@ -79,6 +80,7 @@ class Session:
         self._skill_state: Any = None
         self._warned_noop = False
         self._compacting = 0
+        self.limits: Limits = DEFAULT_LIMITS
 
     # ---------------------------------------------------------------- builder
 
@@ -161,6 +163,11 @@ class Session:
         """Whether this object is running ``compact`` right now (in this process)."""
         return self._compacting > 0
 
+    def with_limits(self, limits: Limits) -> Session:
+        """Enforce ``limits`` on every write (messages, blocks, skills, entries); ``DEFAULT_LIMITS`` otherwise."""
+        self.limits = limits
+        return self
+
     def with_compaction_queue(self, queue: CompactionQueue) -> Session:
         """Hand automatic compaction to a queue: appends only enqueue, a worker compacts (D9)."""
         self._compaction_queue = queue
@@ -192,6 +199,7 @@ class Session:
             prompt_store,
             on_unload=self._reclaim_skill,
             on_loaded_skills_changed=self._persist_loaded_skills,
+            limits=self.limits,
         )
         self._ready = True
         if self._skill_state is not None:
@@ -232,6 +240,9 @@ class Session:
         Re-sending an id already stored is a no-op (``inserted=False``). With
         ``expected_leaf_id`` the append fails with :class:`ConflictError` if the leaf moved.
         """
+        self.limits.check_message(message)
+        self._check_reference(parent_id, "parent id")
+        self._check_reference(expected_leaf_id, "expected leaf id")
         self._ensure_ready()
         result: AppendResult = self._storage.append_message(message, parent_id, expected_leaf_id=expected_leaf_id)
         estimate = self._emit_status("idle")
@@ -242,26 +253,56 @@ class Session:
 
     def append_messages(self, messages: list[Message], parent_id: str | Omitted | None = OMITTED) -> str | None:
         """Append a chain in one transaction where the backend allows it; returns the last id (D10)."""
+        results = self.append_chain(messages, parent_id)
+        return results[-1].id if results else (None if isinstance(parent_id, Omitted) else parent_id)
+
+    def append_chain(
+        self,
+        messages: list[Message],
+        parent_id: str | Omitted | None = OMITTED,
+        *,
+        expected_leaf_id: str | None = None,
+    ) -> list[AppendResult]:
+        """Append a chain atomically: one result per message, the first one's ``parent_id`` where it attached.
+
+        With ``expected_leaf_id`` the chain is refused (:class:`ConflictError`) when the
+        latest leaf moved; the check runs under the same lock as the write.
+        """
+        if not isinstance(messages, list):
+            raise ValidationError("messages must be a list")
+        if len(messages) > self.limits.max_chain_messages:
+            raise ValidationError(f"A chain holds at most {self.limits.max_chain_messages} messages")
+        for message in messages:
+            self.limits.check_message(message)
+        self._check_reference(parent_id, "parent id")
+        self._check_reference(expected_leaf_id, "expected leaf id")
         self._ensure_ready()
         storage = self._storage
+        results: list[AppendResult] = []
         if callable(getattr(storage, "append_chain", None)):
-            last, inserted_any = storage.append_chain(messages, parent_id)
+            results = storage.append_chain(messages, parent_id, expected_leaf_id=expected_leaf_id)
         else:
-            last = None if isinstance(parent_id, Omitted) else parent_id
-            inserted_any = False
+            parent = parent_id
             for index, message in enumerate(messages):
-                parent = parent_id if index == 0 else last
-                result = storage.append_message(message, parent)
-                inserted_any = inserted_any or result.inserted
-                last = result.id
+                result = storage.append_message(
+                    message, parent, expected_leaf_id=expected_leaf_id if index == 0 else None
+                )
+                results.append(result)
+                parent = result.id
         estimate = self._emit_status("idle")
-        if inserted_any and last is not None:
-            self._maybe_auto_compact(estimate, last)
-            self._events.emit_change("append", last)
-        return last  # type: ignore[no-any-return]
+        if any(result.inserted for result in results):
+            self._maybe_auto_compact(estimate, results[-1].id)
+            self._events.emit_change("append", results[-1].id)
+        return results
+
+    def _check_reference(self, value: object, what: str) -> None:
+        """Ids that only refer to stored messages need the text rules, not the id alphabet (they may predate it)."""
+        if isinstance(value, str):
+            check_text(value, what, max_chars=self.limits.max_id_chars)
 
     def update_message(self, message: Message) -> None:
         """Replace a stored message (matched by ``id``)."""
+        self.limits.check_message(message)
         self._ensure_ready()
         self._storage.update_message(message)
         self._emit_status("idle")
@@ -389,6 +430,7 @@ class Session:
     # ------------------------------------------------------------- compaction
 
     def add_compaction(self, summary: str, from_id: str, to_id: str) -> StoredCompaction:
+        self.limits.check_content(summary, "compaction summary", self.limits.max_summary_bytes)
         self._ensure_ready()
         stored: StoredCompaction = self._storage.add_compaction(summary, from_id, to_id)
         return stored

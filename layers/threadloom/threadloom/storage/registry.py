@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
+from threadloom.core.limits import DEFAULT_LIMITS, Limits, check_text
 from threadloom.errors import ValidationError
 from threadloom.records import SearchResult, SessionInfo
 from threadloom.storage.database import to_timestamp_text, utc_now
@@ -94,10 +95,29 @@ class SqlSessionRegistry:
     def touch(self, session_id: str) -> bool:
         return self._update(self._sql.touch_session, session_id)
 
-    def add_usage(self, session_id: str, input_tokens: int, output_tokens: int, cost: float) -> bool:
-        return self._update(
-            self._sql.add_usage, session_id, input_tokens=input_tokens, output_tokens=output_tokens, cost=cost
-        )
+    def add_usage(
+        self, session_id: str, input_tokens: int, output_tokens: int, cost: float, *, limits: Limits = DEFAULT_LIMITS
+    ) -> bool:
+        """Add usage; the new totals are checked in the same transaction, so no sum can overflow or reach infinity."""
+        with self._database.write() as tx:
+            info = self._get(tx, session_id)
+            if info is None:
+                return False
+            limits.check_usage_totals(
+                info.input_tokens + input_tokens, info.output_tokens + output_tokens, info.estimated_cost + cost
+            )
+            tx.execute(
+                self._sql.add_usage,
+                {
+                    "namespace": self.namespace,
+                    "id": session_id,
+                    "now": utc_now(),
+                    "input_tokens": input_tokens,
+                    "output_tokens": output_tokens,
+                    "cost": cost,
+                },
+            )
+        return True
 
     def end(self, session_id: str, reason: str) -> bool:
         return self._update(self._sql.end_session, session_id, reason=reason)
@@ -137,8 +157,9 @@ class SqlSessionRegistry:
 
 def _parse_cursor(cursor: str) -> tuple[int, str]:
     seq, _, session_id = cursor.partition(":")
-    if not seq.isdigit() or not session_id:
-        raise ValidationError(f"Invalid cursor {cursor!r}")
+    if not seq.isascii() or not seq.isdigit() or len(seq) > 18 or not session_id:
+        raise ValidationError("Invalid cursor")
+    check_text(session_id, "cursor")
     return int(seq), session_id
 
 

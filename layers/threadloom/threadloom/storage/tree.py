@@ -150,31 +150,43 @@ class SqlSessionProvider:
         return result
 
     def append_chain(
-        self, messages: list[Message], parent_id: str | Omitted | None = OMITTED
-    ) -> tuple[str | None, bool]:
-        """Append ``messages`` as one chain in one transaction (all or nothing).
+        self,
+        messages: list[Message],
+        parent_id: str | Omitted | None = OMITTED,
+        *,
+        expected_leaf_id: str | None = None,
+    ) -> list[AppendResult]:
+        """Append ``messages`` as one chain in one transaction (all or nothing); one result per message.
 
         The first message takes ``parent_id`` (omitted: the latest leaf, D10); each
-        next one hangs under the previous. Returns the last id and whether anything
-        was inserted; an id already stored is skipped but still chains, as in the reference.
+        next one hangs under the previous. An id already stored is skipped but still
+        chains, as in the reference. ``expected_leaf_id`` is compared with the leaf
+        read under the head lock, before the chain's first insert, exactly as for one append.
         """
         prepared = [_PreparedMessage(message) for message in messages]
-        last: str | None = None if isinstance(parent_id, Omitted) else parent_id
-        inserted_any = False
+        results: list[AppendResult] = []
         with self._database.write() as tx:
             leaf_id, next_seq = self._lock_head(tx)
             targets = self._compaction_targets(tx)
             parent: str | Omitted | None = parent_id
+            inserted_any = False
             for item in prepared:
                 result = self._insert(
-                    tx, item, parent, leaf_id=leaf_id, seq=next_seq, targets=targets, expected_leaf_id=None
+                    tx,
+                    item,
+                    parent,
+                    leaf_id=leaf_id,
+                    seq=next_seq,
+                    targets=targets,
+                    expected_leaf_id=None if inserted_any else expected_leaf_id,
                 )
                 if result.inserted:
                     leaf_id, next_seq, inserted_any = result.id, next_seq + 1, True
-                parent = last = result.id
+                parent = result.id
+                results.append(result)
             if inserted_any:
                 tx.execute(self._sql.set_head, self._params(leaf=leaf_id, next_seq=next_seq))
-        return last, inserted_any
+        return results
 
     def _insert(
         self,

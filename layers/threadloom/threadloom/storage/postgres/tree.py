@@ -142,15 +142,21 @@ class PostgresSessionProvider(SqlSessionProvider):
         return AppendResult(id=message_id, parent_id=parent, inserted=bool(inserted))
 
     def append_chain(
-        self, messages: list[Message], parent_id: str | Omitted | None = OMITTED
-    ) -> tuple[str | None, bool]:
-        if not messages:
-            return super().append_chain(messages, parent_id)
+        self,
+        messages: list[Message],
+        parent_id: str | Omitted | None = OMITTED,
+        *,
+        expected_leaf_id: str | None = None,
+    ) -> list[AppendResult]:
+        # The one-statement function checks the expected leaf before every insert, which only fits a single
+        # message; a guarded chain takes the shared path, which checks it once under the head lock.
+        if not messages or expected_leaf_id is not None:
+            return super().append_chain(messages, parent_id, expected_leaf_id=expected_leaf_id)
         prepared = [_PreparedMessage(message) for message in messages]
         rows = self._call_append(prepared, parent_id, None)
         if rows is None:
             return super().append_chain(messages, parent_id)
-        return rows[-1][0], any(row[2] for row in rows)
+        return [AppendResult(id=row[0], parent_id=row[1], inserted=bool(row[2])) for row in rows]
 
     def _call_append(
         self, prepared: list[_PreparedMessage], parent_id: str | Omitted | None, expected_leaf_id: str | None
