@@ -103,7 +103,7 @@ class AppendIn(ApiModel):
     """One ``message`` or a chain of ``messages``; ``parentId`` omitted = latest leaf, null = new root."""
 
     message: MessageIn | None = None
-    messages: Annotated[list[MessageIn], Field(min_length=1, max_length=500)] | None = None
+    messages: Annotated[list[MessageIn], Field(min_length=1, max_length=HARD_LIMITS.max_chain_messages)] | None = None
     parent_id: str | None = None
     expected_leaf_id: str | None = None
 

@@ -138,6 +138,8 @@ def append(manager: SessionManager, session_id: str, body: AppendIn, limits: Lim
             manager._touch(session_id)
         return AppendOut(id=result.id, parent_id=result.parent_id, inserted=result.inserted), result.inserted
     messages = [item.as_message() for item in body.messages or []]
+    if len(messages) > limits.max_chain_messages:
+        raise ValidationError(f"A chain holds at most {limits.max_chain_messages} messages per request")
     results = manager.append_chain(session_id, messages, parent, expected_leaf_id=body.expected_leaf_id)
     inserted = any(result.inserted for result in results)
     return (

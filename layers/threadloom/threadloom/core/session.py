@@ -270,8 +270,6 @@ class Session:
         """
         if not isinstance(messages, list):
             raise ValidationError("messages must be a list")
-        if len(messages) > self.limits.max_chain_messages:
-            raise ValidationError(f"A chain holds at most {self.limits.max_chain_messages} messages")
         for message in messages:
             self.limits.check_message(message)
         self._check_reference(parent_id, "parent id")
