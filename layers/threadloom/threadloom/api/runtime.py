@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 
     from threadloom.compaction.function import CompactFunction
     from threadloom.compaction.queue import CompactionQueue, CompactionRequest
-    from threadloom.live.publisher import StatusPublisher
     from threadloom.core.limits import Limits
+    from threadloom.live.publisher import StatusPublisher
     from threadloom.providers.protocols import ContextProvider, WritableContextProvider
 
 logger = logging.getLogger(__name__)
