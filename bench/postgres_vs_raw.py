@@ -34,7 +34,7 @@ import pg8000.native
 from threadloom import PostgresStore, Session
 from threadloom.compaction import create_compact_function
 from threadloom.storage.postgres.connection import parse_database_url
-from threadloom.storage.postgres.database import run_pipelined
+from threadloom.storage.postgres.pipeline import run_pipelined
 
 SAMPLES = 300
 READS = 9

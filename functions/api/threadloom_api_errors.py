@@ -25,7 +25,10 @@ from threadloom.errors import (
     ConflictError,
     NotFoundError,
     ReadOnlyBlockError,
+    SessionBusyError,
     SkillStoreError,
+    StorageError,
+    StorageTimeoutError,
     StorageUnavailableError,
     ValidationError,
 )
@@ -45,7 +48,10 @@ MAPPING: tuple[tuple[type[Exception], HTTPStatus, str], ...] = (
     (ReadOnlyBlockError, HTTPStatus.CONFLICT, "read_only_block"),
     (BlockLimitError, HTTPStatus.CONFLICT, "block_limit_exceeded"),
     (CompactionError, HTTPStatus.CONFLICT, "compaction_failed"),
+    (SessionBusyError, HTTPStatus.SERVICE_UNAVAILABLE, "session_busy"),
+    (StorageTimeoutError, HTTPStatus.SERVICE_UNAVAILABLE, "storage_timeout"),
     (StorageUnavailableError, HTTPStatus.SERVICE_UNAVAILABLE, "storage_unavailable"),
+    (StorageError, HTTPStatus.INTERNAL_SERVER_ERROR, "storage_error"),
     (SkillStoreError, HTTPStatus.SERVICE_UNAVAILABLE, "skill_store_unavailable"),
 )
 IDEMPOTENCY_MESSAGES = {
@@ -54,9 +60,10 @@ IDEMPOTENCY_MESSAGES = {
 }
 
 
-def error_response(status: HTTPStatus, code: str, message: str) -> Response[Any]:
+def error_response(status: HTTPStatus, code: str, message: str, *, retry_after: int | None = None) -> Response[Any]:
     body = {"error": {"code": code, "message": message}}
-    return Response(status_code=status.value, content_type=content_types.APPLICATION_JSON, body=body)
+    headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
+    return Response(status_code=status.value, content_type=content_types.APPLICATION_JSON, body=body, headers=headers)
 
 
 def register_error_handlers(app: APIGatewayHttpResolver) -> None:
@@ -65,7 +72,9 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
 
         def handle(error: Exception, status: HTTPStatus = status, code: str = code) -> Response[Any]:
             logger.info("request refused", status=status.value, code=code, error_type=type(error).__name__)
-            return error_response(status, code, IDEMPOTENCY_MESSAGES.get(code, str(error)))
+            # A store that is busy or unreachable may serve a retry: say when (RFC 9110 Retry-After).
+            retry_after = error.retry_after if isinstance(error, StorageUnavailableError) else None
+            return error_response(status, code, IDEMPOTENCY_MESSAGES.get(code, str(error)), retry_after=retry_after)
 
         app.exception_handler(exc_type)(handle)
 

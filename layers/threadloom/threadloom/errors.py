@@ -40,7 +40,29 @@ class CompactionError(ThreadloomError):
 
 
 class StorageUnavailableError(ThreadloomError):
-    """The backing store (database, bucket, table) cannot be reached right now; retrying may help."""
+    """The backing store (database, bucket, table) cannot be reached right now; retrying may help.
+
+    ``retry_after`` is how many seconds a caller should wait before retrying (the HTTP
+    layer sends it as ``Retry-After``).
+    """
+
+    retry_after: int = 1
+
+
+class StorageTimeoutError(StorageUnavailableError):
+    """The store did not answer within the configured timeout; the connection was discarded.
+
+    A write that timed out was rolled back by the server unless the message says its
+    outcome is unknown; re-sending it with the same message id is always safe.
+    """
+
+
+class SessionBusyError(StorageUnavailableError):
+    """Another writer held the session longer than the lock timeout; nothing was written, retry."""
+
+
+class StorageError(ThreadloomError):
+    """The store refused a statement for a reason that is neither the input nor availability."""
 
 
 class SkillStoreError(ThreadloomError):
@@ -54,7 +76,10 @@ __all__ = [
     "NotFoundError",
     "PayloadTooLargeError",
     "ReadOnlyBlockError",
+    "SessionBusyError",
     "SkillStoreError",
+    "StorageError",
+    "StorageTimeoutError",
     "StorageUnavailableError",
     "ThreadloomError",
     "ValidationError",

@@ -22,14 +22,17 @@ JS_WHITESPACE_RUN = re.compile(f"[{re.escape(JS_WHITESPACE)}]+")
 
 def utf16_length(text: str) -> int:
     """Length of ``text`` as JavaScript's ``.length`` reports it."""
-    return len(text.encode("utf-16-le")) // 2
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", errors="surrogatepass")) // 2
 
 
 def utf16_slice(text: str, end: int) -> str:
     """``text.slice(0, end)`` in JavaScript (may split a surrogate pair, as JS does)."""
     if end >= len(text) and utf16_length(text) <= end:
         return text
-    return text.encode("utf-16-le")[: 2 * max(end, 0)].decode("utf-16-le", errors="surrogatepass")
+    raw = text.encode("utf-16-le", errors="surrogatepass")
+    return raw[: 2 * max(end, 0)].decode("utf-16-le", errors="surrogatepass")
 
 
 def utf16_code_units(text: str) -> list[int]:

@@ -9,8 +9,9 @@ from typing import Any
 import pg8000.native
 import pytest
 from threadloom import PostgresStore, Session, SessionManager, StorageUnavailableError
+from threadloom.errors import StorageTimeoutError
 from threadloom.storage.postgres import database as database_module
-from threadloom.storage.postgres.database import PostgresDatabase
+from threadloom.storage.postgres.database import PostgresDatabase, ServerTimeouts
 
 from tests.support.messages import text_message
 from tests.support.postgres import admin_connection, backend_pid, connect_kwargs, terminate, url_for
@@ -143,8 +144,8 @@ def test_a_connection_passed_in_is_used_as_is_and_not_replaced(raw_connection: A
         session.get_history()
 
 
-def test_a_statement_timeout_surfaces_as_storage_unavailable(pg_url: str) -> None:
-    # The documented way to bound statements without pinning: a per-role statement_timeout.
+def test_a_per_role_statement_timeout_surfaces_as_a_storage_timeout(pg_url: str) -> None:
+    # With the library's own server timeouts turned off, a per-role statement_timeout still applies.
     role = "threadloom_test_timeout"
     admin = admin_connection()
     try:
@@ -156,8 +157,10 @@ def test_a_statement_timeout_surfaces_as_storage_unavailable(pg_url: str) -> Non
     finally:
         admin.close()
     kwargs = {**connect_kwargs(pg_url), "user": role}
-    database = PostgresDatabase(lambda: pg8000.native.Connection(**kwargs))
-    with pytest.raises(StorageUnavailableError, match="57014"):
+    database = PostgresDatabase(
+        lambda: pg8000.native.Connection(**kwargs), timeouts=ServerTimeouts(lock=None, statement=None)
+    )
+    with pytest.raises(StorageTimeoutError, match="statement timeout"):
         database.query_once("SELECT pg_sleep(2)")
     assert database.query_once("SELECT 1") == [[1]]  # the connection stays usable
     database.close()

@@ -56,9 +56,11 @@ def test_a_turn_costs_the_same_statements_at_10_and_2000_messages(
     sent: list[str] = []
     original = PostgresDatabase.run_on
 
-    def recording(self: PostgresDatabase, connection: Any, sql: str, params: Mapping[str, Any] | None) -> Any:
+    def recording(
+        self: PostgresDatabase, connection: Any, sql: str, params: Mapping[str, Any] | None, **options: Any
+    ) -> Any:
         sent.append(sql)
-        return original(self, connection, sql, params)
+        return original(self, connection, sql, params, **options)
 
     monkeypatch.setattr(PostgresDatabase, "run_on", recording)
 

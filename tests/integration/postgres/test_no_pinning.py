@@ -15,6 +15,7 @@ import pytest
 from threadloom import Session, SessionManager
 from threadloom.compaction import create_compact_function
 from threadloom.storage.postgres.database import PostgresDatabase
+from threadloom.storage.postgres.pipeline import TIMEOUTS_SQL
 from threadloom.storage.postgres.schema import postgres_migrations
 
 from tests.support.messages import load_part, text_message
@@ -25,8 +26,11 @@ pytestmark = pytest.mark.postgres
 PINNING_STATEMENT = re.compile(
     r"^\s*(SET|RESET|PREPARE|EXECUTE|DEALLOCATE|DISCARD|LISTEN|UNLISTEN|LOAD|DECLARE)\b", re.IGNORECASE
 )
+# set_config(name, value, true) is transaction-local (the server timeouts): it ends with the
+# transaction, like a transaction-scoped lock, so only the session-wide form pins.
+SESSION_SET_CONFIG = re.compile(r"\bset_config\s*\((?![^)]*,\s*true\s*\))", re.IGNORECASE)
 PINNING_ANYWHERE = re.compile(
-    r"\b(set_config|pg_advisory_lock|pg_advisory_lock_shared|pg_try_advisory_lock|nextval|setval|currval|lastval)\s*\(|"
+    r"\b(pg_advisory_lock|pg_advisory_lock_shared|pg_try_advisory_lock|nextval|setval|currval|lastval)\s*\(|"
     r"\bCREATE\s+(GLOBAL\s+|LOCAL\s+)?(TEMP|TEMPORARY)\b",
     re.IGNORECASE,
 )
@@ -84,17 +88,24 @@ def test_no_statement_that_pins_is_ever_sent(make_store: Callable[[], Any], monk
     sent: list[str] = []
     original = PostgresDatabase.run_on
 
-    def recording(self: PostgresDatabase, connection: Any, sql: str, params: Mapping[str, Any] | None) -> Any:
+    def recording(
+        self: PostgresDatabase, connection: Any, sql: str, params: Mapping[str, Any] | None, **options: Any
+    ) -> Any:
         sent.append(sql)
-        return original(self, connection, sql, params)
+        return original(self, connection, sql, params, **options)
 
     monkeypatch.setattr(PostgresDatabase, "run_on", recording)
     full_workload(make_store)
     assert len(sent) > 50
-    offending = [sql for sql in sent if PINNING_STATEMENT.match(sql) or PINNING_ANYWHERE.search(sql)]
+    sent.append(TIMEOUTS_SQL)  # what the pipeline sends ahead of single statements
+    offending = [
+        sql
+        for sql in sent
+        if PINNING_STATEMENT.match(sql) or PINNING_ANYWHERE.search(sql) or SESSION_SET_CONFIG.search(sql)
+    ]
     assert offending == []
-    # transactions are explicit and only transaction-scoped locks are taken
-    assert any(sql.startswith("START TRANSACTION") for sql in sent)
+    # transactions are explicit, and only transaction-scoped locks and settings are taken
+    assert any(sql.startswith("START TRANSACTION") and "set_config('lock_timeout'" in sql for sql in sent)
 
 
 def test_the_migrations_hold_no_session_state_either() -> None:
@@ -104,6 +115,7 @@ def test_the_migrations_hold_no_session_state_either() -> None:
             if line.strip() != "DECLARE":
                 assert not PINNING_STATEMENT.match(line), line
         assert not PINNING_ANYWHERE.search(migration.sql)
+        assert not SESSION_SET_CONFIG.search(migration.sql)
         assert "CURSOR" not in migration.sql.upper()
 
 

@@ -26,6 +26,7 @@ from threadloom.errors import ConflictError, NotFoundError, ValidationError
 from threadloom.records import OMITTED, AppendResult, Message, Omitted, SearchResult, StoredCompaction
 from threadloom.search import searchable_text
 from threadloom.storage.database import to_timestamp_text, utc_now
+from threadloom.storage.values import text_problem
 from threadloom.tokens import estimate_message_tokens, estimate_single_message_tokens
 
 if TYPE_CHECKING:
@@ -235,15 +236,14 @@ class SqlSessionProvider:
 
     def update_message(self, message: Message) -> None:
         """Replace a stored message's content (matched by id); an unknown id raises :class:`NotFoundError`."""
-        validate_message(message)
-        content = serialize_message(message)
-        text = searchable_text(message)
+        prepared = _PreparedMessage(message)
+        content, text = prepared.content, prepared.text
         with self._database.write() as tx:
             self._lock_head(tx)
             meta = tx.query(self._sql.get_message_meta, self._params(id=message["id"]))
             if not meta:
                 raise NotFoundError(f"Message {message['id']!r} not found in session {self.session_id!r}")
-            tokens = estimate_single_message_tokens(message)
+            tokens = prepared.tokens
             if self._sql.unindex_message:
                 tx.execute(self._sql.unindex_message, self._params(id=message["id"]))
             tx.execute(
@@ -457,9 +457,15 @@ class _PreparedMessage:
         validate_message(message)
         self.id: str = message["id"]
         self.role: str = message["role"]
-        self.content = serialize_message(message)
-        self.tokens = estimate_single_message_tokens(message)
-        self.text = searchable_text(message)
+        try:
+            self.content = serialize_message(message)
+            self.tokens = estimate_single_message_tokens(message)
+            self.text = searchable_text(message)
+        except RecursionError:
+            raise ValidationError(f"Message {self.id!r} is nested too deeply to store") from None
+        problem = text_problem(self.content) or text_problem(self.text)
+        if problem is not None:
+            raise ValidationError(f"Message {self.id!r} cannot be stored: its text {problem}")
 
 
 class CompactionFence:

@@ -37,8 +37,13 @@ TlsMode = Literal["verify", "verify-ca", "require", "prefer", "off"]
 
 DEFAULT_PORT: Final = 5432
 DEFAULT_APPLICATION_NAME: Final = "threadloom"
-DEFAULT_CONNECT_TIMEOUT_S: Final = 5.0
-DEFAULT_TIMEOUT_S: Final = 30.0
+# Defaults sized for the API function's 10 s timeout: the server gives up on a held lock
+# (lock) or a slow statement (statement) before the client socket does (timeout), and all
+# of them before the function. Configurable per deployment (docs/storage-reliability.md).
+DEFAULT_CONNECT_TIMEOUT_S: Final = 3.0
+DEFAULT_LOCK_TIMEOUT_S: Final = 2.0
+DEFAULT_STATEMENT_TIMEOUT_S: Final = 5.0
+DEFAULT_TIMEOUT_S: Final = 8.0
 DEFAULT_SECRET_MAX_AGE_S: Final = 300
 
 _AUTH_MODES: Final = ("iam", "secret", "password", "dsn")
@@ -59,10 +64,11 @@ _TLS_ALIASES: Final[dict[str, TlsMode]] = {
     "0": "off",
     "no": "off",
 }
-_DSN_OPTIONS: Final = frozenset({"sslmode", "sslrootcert", "application_name", "connect_timeout", "timeout"})
+_DSN_OPTIONS: Final = frozenset(
+    {"sslmode", "sslrootcert", "application_name", "connect_timeout", "timeout", "lock_timeout", "statement_timeout"}
+)
 # SQLSTATE classes meaning "the server cannot serve this now" rather than "the request is wrong".
-_CONNECTION_LOST_CODES: Final = frozenset({"57P01", "57P02", "57P03"})
-_UNAVAILABLE_CODES: Final = frozenset({"57014", "55P03", "53300", "53200", "53100", "58000", "58030"})
+_CONNECTION_LOST_CODES: Final = frozenset({"57P01", "57P02"})
 _AUTH_FAILED_CODES: Final = frozenset({"28P01", "28000"})
 _LOST_MARKERS: Final = ("network error", "connection is closed", "communication error")
 
@@ -81,6 +87,11 @@ class ConnectParams:
     application_name: str = DEFAULT_APPLICATION_NAME
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S
     timeout: float = DEFAULT_TIMEOUT_S
+    lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT_S
+    statement_timeout: float | None = DEFAULT_STATEMENT_TIMEOUT_S
+
+    def __post_init__(self) -> None:
+        check_timeouts(self.timeout, self.lock_timeout, self.statement_timeout)
 
     def describe(self) -> str:
         """Where we connect, for error messages (never the password)."""
@@ -112,6 +123,8 @@ class PostgresSettings:
     application_name: str = DEFAULT_APPLICATION_NAME
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S
     timeout: float = DEFAULT_TIMEOUT_S
+    lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT_S
+    statement_timeout: float | None = DEFAULT_STATEMENT_TIMEOUT_S
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> PostgresSettings:
@@ -146,12 +159,15 @@ class PostgresSettings:
             application_name=get("THREADLOOM_DB_APPLICATION_NAME") or DEFAULT_APPLICATION_NAME,
             connect_timeout=_number(env, "THREADLOOM_DB_CONNECT_TIMEOUT", DEFAULT_CONNECT_TIMEOUT_S, float),
             timeout=_number(env, "THREADLOOM_DB_TIMEOUT", DEFAULT_TIMEOUT_S, float),
+            lock_timeout=_optional_seconds(env, "THREADLOOM_DB_LOCK_TIMEOUT", DEFAULT_LOCK_TIMEOUT_S),
+            statement_timeout=_optional_seconds(env, "THREADLOOM_DB_STATEMENT_TIMEOUT", DEFAULT_STATEMENT_TIMEOUT_S),
         )
         settings.validate()
         return settings
 
     def validate(self) -> None:
         """Refuse combinations that cannot work, naming the variable to fix."""
+        check_timeouts(self.timeout, self.lock_timeout, self.statement_timeout, prefix="THREADLOOM_DB_")
         if self.auth == "dsn" and not self.database_url:
             raise ValidationError("THREADLOOM_DB_AUTH=dsn needs THREADLOOM_DATABASE_URL")
         if self.auth == "secret" and not self.secret_id:
@@ -170,6 +186,8 @@ class PostgresSettings:
                 default_tls=self.tls or "prefer",
                 connect_timeout=self.connect_timeout,
                 timeout=self.timeout,
+                lock_timeout=self.lock_timeout,
+                statement_timeout=self.statement_timeout,
             )
         return ConnectParams(
             host=self.host or "127.0.0.1",
@@ -181,7 +199,33 @@ class PostgresSettings:
             application_name=self.application_name,
             connect_timeout=self.connect_timeout,
             timeout=self.timeout,
+            lock_timeout=self.lock_timeout,
+            statement_timeout=self.statement_timeout,
         )
+
+
+def check_timeouts(timeout: float, lock: float | None, statement: float | None, *, prefix: str = "") -> None:
+    """The server must give up before the client socket does, or a write could commit after the caller gave up."""
+    names = {"timeout": f"{prefix}TIMEOUT" if prefix else "timeout"}
+    names["lock"] = f"{prefix}LOCK_TIMEOUT" if prefix else "lock_timeout"
+    names["statement"] = f"{prefix}STATEMENT_TIMEOUT" if prefix else "statement_timeout"
+    for key, value in (("lock", lock), ("statement", statement)):
+        if value is not None and value >= timeout:
+            raise ValidationError(
+                f"{names[key]} ({value:g} s) must be shorter than {names['timeout']} ({timeout:g} s), "
+                "so the server gives up (and rolls back) before the client does"
+            )
+    if lock is not None and statement is not None and lock > statement:
+        raise ValidationError(f"{names['lock']} ({lock:g} s) must not exceed {names['statement']} ({statement:g} s)")
+
+
+def _optional_seconds(env: Mapping[str, str], name: str, default: float | None) -> float | None:
+    """Seconds, where ``0`` or ``off`` means "no server-side limit"."""
+    text = env.get(name)
+    if text is not None and text.strip().lower() in ("0", "off", "none"):
+        return None
+    value: float | None = _number(env, name, default, float)
+    return value
 
 
 def _number(env: Mapping[str, str], name: str, default: Any, kind: Callable[[str], Any]) -> Any:
@@ -210,12 +254,15 @@ def parse_database_url(
     default_tls: TlsMode = "prefer",
     connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
     timeout: float = DEFAULT_TIMEOUT_S,
+    lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT_S,
+    statement_timeout: float | None = DEFAULT_STATEMENT_TIMEOUT_S,
 ) -> ConnectParams:
     """Parse ``postgresql://user:password@host:port/database?sslmode=...`` (libpq's URL form).
 
     Supported query options: ``sslmode`` (disable, allow, prefer, require, verify-ca,
-    verify-full), ``sslrootcert``, ``application_name``, ``connect_timeout`` and
-    ``timeout`` (seconds). Without ``sslmode`` the ``default_tls`` applies (libpq's
+    verify-full), ``sslrootcert``, ``application_name``, ``connect_timeout``, ``timeout``
+    (the client socket), ``lock_timeout`` and ``statement_timeout`` (server side; ``0``
+    turns one off), all in seconds. Without ``sslmode`` the ``default_tls`` applies (libpq's
     ``prefer`` for a DSN given in code).
     """
     parts = urlsplit(url)
@@ -240,6 +287,8 @@ def parse_database_url(
         application_name=options.get("application_name") or DEFAULT_APPLICATION_NAME,
         connect_timeout=_number(options, "connect_timeout", connect_timeout, float),
         timeout=_number(options, "timeout", timeout, float),
+        lock_timeout=_optional_seconds(options, "lock_timeout", lock_timeout),
+        statement_timeout=_optional_seconds(options, "statement_timeout", statement_timeout),
     )
 
 
@@ -287,7 +336,7 @@ def open_connection(params: ConnectParams, password: str | None = None) -> Conne
             ssl_context=tls_context(params.tls, params.root_cert),
             application_name=params.application_name,
         )
-    except (InterfaceError, DatabaseError, OSError) as error:
+    except Exception as error:  # pg8000 lets socket errors and timeouts through raw during the handshake
         sock.close()
         reason = describe_error(error)
         if "refuses SSL" in reason:  # the first thing a local server without TLS answers
@@ -407,9 +456,9 @@ def is_connection_lost(error: BaseException) -> bool:
     return code is not None and (code.startswith("08") or code in _CONNECTION_LOST_CODES)
 
 
-def is_unavailable(error: BaseException) -> bool:
-    """The server is up but cannot serve now (timeout, lock timeout, too many connections)."""
-    return sqlstate(error) in _UNAVAILABLE_CODES
+def is_server_error(error: BaseException) -> bool:
+    """The server answered with an ErrorResponse (pg8000 read up to ReadyForQuery: the protocol is in sync)."""
+    return sqlstate(error) is not None
 
 
 def _auth_failed(error: StorageUnavailableError) -> bool:

@@ -21,25 +21,32 @@ import select
 import ssl
 import threading
 from contextlib import AbstractContextManager, contextmanager, suppress
-from functools import lru_cache
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-import pg8000.native  # type: ignore[import-untyped]
-from pg8000.converters import make_params  # type: ignore[import-untyped]
-from pg8000.core import SYNC_MSG, Context  # type: ignore[import-untyped]
-from pg8000.exceptions import InterfaceError  # type: ignore[import-untyped]
-
-from threadloom.errors import StorageUnavailableError
+from threadloom.errors import (
+    SessionBusyError,
+    StorageError,
+    StorageTimeoutError,
+    StorageUnavailableError,
+    ThreadloomError,
+    ValidationError,
+)
 from threadloom.storage.postgres.connection import (
+    DEFAULT_LOCK_TIMEOUT_S,
+    DEFAULT_STATEMENT_TIMEOUT_S,
     PostgresSettings,
     describe_error,
     is_connection_lost,
-    is_unavailable,
+    is_server_error,
     settings_factory,
+    sqlstate,
 )
+from threadloom.storage.postgres.pipeline import run_pipelined
+from threadloom.storage.values import check_storable
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping
+    from collections.abc import Iterator, Mapping
 
     from threadloom.storage.database import Params, Row
     from threadloom.storage.postgres.connection import Connection, ConnectionFactory
@@ -49,17 +56,42 @@ BEGIN_READ: Final = "START TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONL
 # then reads the row as the previous writer committed it instead of failing.
 BEGIN_WRITE: Final = "START TRANSACTION ISOLATION LEVEL READ COMMITTED, READ WRITE"
 
+_LOCK_NOT_AVAILABLE: Final = "55P03"
+_QUERY_CANCELED: Final = "57014"
 
-_UNNAMED: Final = b"\x00"
-_PIPELINE_METHODS: Final = (
-    "send_PARSE",
-    "send_DESCRIBE_STATEMENT",
-    "send_BIND",
-    "send_EXECUTE",
-    "handle_messages",
-    "py_types",
-    "_sock",
-)
+
+@dataclass(frozen=True, slots=True)
+class ServerTimeouts:
+    """Server-side limits applied to every statement and transaction (seconds; None: the server's default).
+
+    They are set per transaction with ``set_config(..., is_local => true)``, so nothing
+    outlives the transaction and RDS Proxy can still multiplex the connection. Keep both
+    below the client socket timeout: the server then gives up first and rolls the write
+    back, so a write the caller was told failed never commits later.
+    """
+
+    lock: float | None = DEFAULT_LOCK_TIMEOUT_S
+    statement: float | None = DEFAULT_STATEMENT_TIMEOUT_S
+
+    def as_settings(self) -> tuple[str, str] | None:
+        if self.lock is None and self.statement is None:
+            return None
+        return (_milliseconds(self.lock), _milliseconds(self.statement))
+
+    def begin_suffix(self) -> str:
+        """Appended to START TRANSACTION (simple protocol, same round trip); values are our own numbers."""
+        settings = self.as_settings()
+        if settings is None:
+            return ""
+        lock, statement = settings
+        return (
+            f"; SELECT set_config('lock_timeout', '{int(lock)}', true), "
+            f"set_config('statement_timeout', '{int(statement)}', true)"
+        )
+
+
+def _milliseconds(seconds: float | None) -> str:
+    return "0" if seconds is None else str(max(1, round(seconds * 1000)))
 
 
 class PostgresExecutor:
@@ -87,7 +119,16 @@ class PostgresDatabase:
 
     dialect = "postgresql"
 
-    def __init__(self, source: Connection | ConnectionFactory, *, description: str = "PostgreSQL") -> None:
+    def __init__(
+        self,
+        source: Connection | ConnectionFactory,
+        *,
+        description: str = "PostgreSQL",
+        timeouts: ServerTimeouts | None = None,
+    ) -> None:
+        self.timeouts = timeouts if timeouts is not None else ServerTimeouts()
+        self._timeout_settings = self.timeouts.as_settings()
+        self._begin_suffix = self.timeouts.begin_suffix()
         self._factory: ConnectionFactory | None = source if callable(source) else None
         self._connection: Connection | None = None if callable(source) else source
         self._owns_connection = callable(source)
@@ -138,54 +179,95 @@ class PostgresDatabase:
 
     # ------------------------------------------------------------ statements
 
-    def run_on(self, connection: Connection, sql: str, params: Mapping[str, Any] | None) -> list[list[Any]]:
-        """Run one statement on ``connection``, translating connection loss and overload."""
+    def run_on(
+        self,
+        connection: Connection,
+        sql: str,
+        params: Mapping[str, Any] | None,
+        *,
+        timeouts: bool = False,
+    ) -> list[list[Any]]:
+        """Run one statement on ``connection``; every failure leaves as a :class:`ThreadloomError`.
+
+        Values are checked before anything is sent. A failure the server reported (an
+        ErrorResponse, read up to ReadyForQuery) leaves the connection usable; any other
+        failure (socket error, timeout, a driver bug) may have left a half-sent or
+        half-read message, so the connection is discarded and never used again.
+        """
+        check_storable(params)
         try:
             if not params:
                 rows = connection.run(sql)  # simple protocol: one round trip, several statements allowed
-            elif _can_pipeline(connection):
-                rows = run_pipelined(connection, sql, params)
             else:
-                rows = connection.run(sql, **params)
+                rows = run_pipelined(connection, sql, params, timeouts=self._timeout_settings if timeouts else None)
         except Exception as error:
             raise self._translate(error) from error
         return rows if rows is not None else []
 
-    def _translate(self, error: Exception) -> Exception:
-        if is_connection_lost(error):
+    def _translate(self, error: Exception) -> ThreadloomError:
+        if not is_server_error(error) or is_connection_lost(error):
             self._discard()
+            if _timed_out(error):
+                return StorageTimeoutError(
+                    f"{self.description} did not answer in time; the connection was closed: {describe_error(error)}"
+                )
             return StorageUnavailableError(f"Lost the connection to {self.description}: {describe_error(error)}")
-        if is_unavailable(error):
+        code = sqlstate(error) or ""
+        if code == _LOCK_NOT_AVAILABLE:
+            busy = SessionBusyError(
+                "The session is busy: another write held it longer than the lock timeout "
+                f"({_seconds(self.timeouts.lock)}); nothing was written, retry shortly"
+            )
+            return busy
+        if code == _QUERY_CANCELED:
+            return StorageTimeoutError(
+                f"{self.description} cancelled the statement after the statement timeout "
+                f"({_seconds(self.timeouts.statement)}); nothing was written, retry shortly"
+            )
+        if code.startswith(("53", "58")) or code in ("57P03", "55006"):
             return StorageUnavailableError(f"{self.description} could not serve the request: {describe_error(error)}")
-        return error
+        if code.startswith("22"):
+            return ValidationError(f"{self.description} refused a value: {describe_error(error)}")
+        return StorageError(f"{self.description} refused the statement: {describe_error(error)}")
 
     def query_once(self, sql: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]:
         """One read statement in its own (implicit) transaction: a single round trip and snapshot.
 
-        Reads change nothing, so a statement that hits a lost connection is retried once
-        on a new one.
+        Reads change nothing, so a statement that finds the connection dead is retried
+        once on a new one; a timed-out read is not (it would wait as long again).
         """
         with self._lock:
             if self._depth:  # inside an open transaction: join it
                 return self.run_on(self._connection, sql, params)
             connection = self._live_connection()
             try:
-                return self.run_on(connection, sql, params)
+                return self.run_on(connection, sql, params, timeouts=True)
+            except StorageTimeoutError:
+                raise
             except StorageUnavailableError:
                 if self._connection is not None or self._factory is None:
                     raise  # the server refused the statement itself, or we cannot reconnect
-            return self.run_on(self._live_connection(), sql, params)
+            return self.run_on(self._live_connection(), sql, params, timeouts=True)
 
     def execute_once(self, sql: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]:
         """One write statement, atomic on its own (autocommit). Never retried once sent.
 
         If the connection is lost mid-statement the write may or may not have committed,
-        so the error surfaces and the caller decides (appends are idempotent by id).
+        so the error says so and the caller decides (appends are idempotent by id).
         """
         with self._lock:
             if self._depth:
                 return self.run_on(self._connection, sql, params)
-            return self.run_on(self._live_connection(), sql, params)
+            connection = self._live_connection()
+            try:
+                return self.run_on(connection, sql, params, timeouts=True)
+            except StorageUnavailableError as error:
+                if self._connection is None:  # the connection broke after the statement left
+                    raise type(error)(
+                        f"{error}; the write may or may not have been applied, "
+                        "and re-sending it with the same message id is safe"
+                    ) from error.__cause__
+                raise
 
     # ---------------------------------------------------------- transactions
 
@@ -227,12 +309,14 @@ class PostgresDatabase:
         """Open a transaction; START changes nothing, so a lost connection is replaced once."""
         connection = self._live_connection()
         try:
-            self.run_on(connection, begin, None)
+            self.run_on(connection, begin + self._begin_suffix, None)
+        except StorageTimeoutError:
+            raise
         except StorageUnavailableError:
             if self._connection is not None or self._factory is None:
                 raise
             connection = self._live_connection()
-            self.run_on(connection, begin, None)
+            self.run_on(connection, begin + self._begin_suffix, None)
         return connection
 
     def _rollback(self, connection: Connection) -> None:
@@ -250,49 +334,17 @@ class PostgresDatabase:
         return self._transaction(BEGIN_WRITE)
 
 
-def _can_pipeline(connection: Connection) -> bool:
-    return all(hasattr(connection, name) for name in _PIPELINE_METHODS)
+def _timed_out(error: BaseException) -> bool:
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, TimeoutError):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
-def run_pipelined(connection: Connection, sql: str, params: Mapping[str, Any]) -> list[list[Any]] | None:
-    """One parameterized statement in one round trip, as libpq's PQexecParams sends it.
-
-    pg8000's ``run`` sends the same unnamed-statement messages but waits for the server
-    after Parse and after Describe, three round trips in all, to learn nothing it uses
-    (parameters go out as untyped text either way). Here Parse, Describe, Bind and
-    Execute leave together, closed by one Sync; if any step fails the server skips the
-    rest up to the Sync and the error is raised as usual. Nothing named is created, so
-    RDS Proxy can still multiplex the connection.
-    """
-    statement, make_values = _compiled(sql)
-    values = make_params(connection.py_types, make_values(params))
-    context = Context(statement)
-    connection.send_PARSE(_UNNAMED, statement, ())
-    connection.send_DESCRIBE_STATEMENT(_UNNAMED)
-    connection.send_BIND(_UNNAMED, values)
-    connection.send_EXECUTE()
-    sock = connection._sock
-    if sock is None:
-        raise InterfaceError("connection is closed")
-    try:
-        sock.write(SYNC_MSG)
-        sock.flush()
-    except OSError as error:
-        raise InterfaceError("network error") from error
-    connection.handle_messages(context)
-    rows: list[list[Any]] | None = context.rows
-    return rows
-
-
-@lru_cache(maxsize=512)
-def _compiled(sql: str) -> tuple[str, Callable[[Mapping[str, Any]], tuple[Any, ...]]]:
-    """pg8000's translation of ``:name`` placeholders to ``$n``, cached per statement text.
-
-    Connection.run redoes it character by character on every call, which costs more than
-    a local round trip for our longer statements.
-    """
-    statement, make_values = pg8000.native.to_statement(sql)
-    return statement, make_values
+def _seconds(value: float | None) -> str:
+    return "no limit" if value is None else f"{value:g} s"
 
 
 def _closed_by_peer(connection: Connection) -> bool:
@@ -332,6 +384,10 @@ def environment_database(settings: PostgresSettings | None = None) -> PostgresDa
         database = _shared.get(resolved)
         if database is None:
             params = resolved.connect_params()
-            database = PostgresDatabase(settings_factory(resolved), description=f"PostgreSQL at {params.describe()}")
+            database = PostgresDatabase(
+                settings_factory(resolved),
+                description=f"PostgreSQL at {params.describe()}",
+                timeouts=ServerTimeouts(lock=params.lock_timeout, statement=params.statement_timeout),
+            )
             _shared[resolved] = database
         return database

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from threadloom.errors import ValidationError
 from threadloom.storage.postgres.connection import PostgresSettings, dsn_factory, parse_database_url
-from threadloom.storage.postgres.database import PostgresDatabase, environment_database
+from threadloom.storage.postgres.database import PostgresDatabase, ServerTimeouts, environment_database
 from threadloom.storage.postgres.schema import MIGRATIONS_PACKAGE, apply_postgres_migrations
 from threadloom.storage.postgres.sql import PostgresSql
 from threadloom.storage.postgres.tree import PostgresSessionProvider, PostgresSessionRegistry
@@ -86,7 +86,11 @@ def _database_for(source: Any) -> PostgresDatabase:
         return source
     if isinstance(source, str):
         params = parse_database_url(source)
-        return PostgresDatabase(dsn_factory(source), description=f"PostgreSQL at {params.describe()}")
+        return PostgresDatabase(
+            dsn_factory(source),
+            description=f"PostgreSQL at {params.describe()}",
+            timeouts=ServerTimeouts(lock=params.lock_timeout, statement=params.statement_timeout),
+        )
     if callable(source) or callable(getattr(source, "run", None)):
         return PostgresDatabase(source)
     raise ValidationError(

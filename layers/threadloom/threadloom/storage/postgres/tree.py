@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from threadloom.compaction.overlays import apply_compactions
 from threadloom.core.messages import parse_stored_message
-from threadloom.errors import ConflictError, NotFoundError
+from threadloom.errors import ConflictError, NotFoundError, StorageError
 from threadloom.records import OMITTED, AppendResult, Message, Omitted, SearchResult, StoredCompaction
 from threadloom.search import searchable_text, to_tsvector_literal
 from threadloom.storage.database import to_timestamp_text, utc_now
@@ -192,19 +192,27 @@ class PostgresSessionProvider(SqlSessionProvider):
             }
         try:
             return self._database.execute_once(sql, params)
-        except Exception as error:
-            code = sqlstate(error)
+        except StorageError as error:
+            cause = error.__cause__
+            code = sqlstate(cause) if cause is not None else None
             if code == _TAKE_GENERAL_PATH:
                 return None
             if code == _LEAF_MOVED:
-                leaf = json.loads(error.args[0].get("D") or "{}").get("leaf")
+                leaf = json.loads(_detail(cause) or "{}").get("leaf")
                 raise ConflictError(
                     f"Expected the latest leaf to be {expected_leaf_id!r} but it is {leaf!r}; reload and retry"
                 ) from None
             if code == _PARENT_MISSING:
-                parent = error.args[0].get("D")
+                parent = _detail(cause)
                 raise NotFoundError(f"Parent message {parent!r} not found in session {self.session_id!r}") from None
             raise
+
+
+def _detail(error: BaseException | None) -> str | None:
+    """The DETAIL field of a server error raised by threadloom_append."""
+    fields = error.args[0] if error is not None and error.args and isinstance(error.args[0], dict) else {}
+    detail = fields.get("D")
+    return detail if isinstance(detail, str) else None
 
 
 class PostgresSessionRegistry(SqlSessionRegistry):

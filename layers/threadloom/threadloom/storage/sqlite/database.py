@@ -5,29 +5,66 @@ from __future__ import annotations
 import sqlite3
 import threading
 from contextlib import AbstractContextManager, contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final, Literal
 
-from threadloom.errors import StorageUnavailableError
+from threadloom.errors import (
+    SessionBusyError,
+    StorageError,
+    StorageUnavailableError,
+    ThreadloomError,
+    ValidationError,
+)
+from threadloom.storage.values import check_storable
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from threadloom.storage.database import Params, Row
 
-BUSY_TIMEOUT_MS = 30_000
+#: How long a writer waits for another process's write lock before answering "busy".
+#: Below the API function's timeout, like PostgreSQL's lock timeout.
+DEFAULT_BUSY_TIMEOUT_S: Final = 2.0
+#: WAL with synchronous=NORMAL: a commit survives a crash of the process, and the last
+#: commits before a power loss or OS crash may be lost. ``full`` syncs every commit.
+Synchronous = Literal["normal", "full"]
+DEFAULT_SYNCHRONOUS: Final[Synchronous] = "normal"
 
 
 class SqliteExecutor:
     """Runs statements on a connection whose transaction the caller manages."""
 
-    def __init__(self, connection: sqlite3.Connection) -> None:
+    def __init__(self, connection: sqlite3.Connection, busy_timeout: float = DEFAULT_BUSY_TIMEOUT_S) -> None:
         self._connection = connection
+        self._busy_timeout = busy_timeout
 
     def query(self, sql: str, params: Params | None = None) -> list[Row]:
-        return self._connection.execute(sql, params or {}).fetchall()
+        check_storable(params)
+        try:
+            return self._connection.execute(sql, params or {}).fetchall()
+        except sqlite3.Error as error:
+            raise translate_sqlite_error(error, self._busy_timeout) from error
 
     def execute(self, sql: str, params: Params | None = None) -> None:
-        self._connection.execute(sql, params or {})
+        check_storable(params)
+        try:
+            self._connection.execute(sql, params or {})
+        except sqlite3.Error as error:
+            raise translate_sqlite_error(error, self._busy_timeout) from error
+
+
+def translate_sqlite_error(error: sqlite3.Error, busy_timeout: float) -> ThreadloomError:
+    """The same error types PostgreSQL's driver failures become (see the PostgreSQL database)."""
+    text = str(error)
+    if isinstance(error, sqlite3.OperationalError) and ("locked" in text or "busy" in text):
+        return SessionBusyError(
+            "The session is busy: another write held it longer than the lock timeout "
+            f"({busy_timeout:g} s); nothing was written, retry shortly"
+        )
+    if isinstance(error, sqlite3.OperationalError) and ("disk" in text or "unable to open" in text):
+        return StorageUnavailableError(f"SQLite database is unavailable: {text}")
+    if isinstance(error, (sqlite3.DataError, sqlite3.InterfaceError)):
+        return ValidationError(f"SQLite refused a value: {text}")
+    return StorageError(f"SQLite refused the statement: {text}")
 
 
 class SqliteDatabase:
@@ -40,20 +77,32 @@ class SqliteDatabase:
 
     dialect = "sqlite"
 
-    def __init__(self, path_or_connection: str | sqlite3.Connection = ":memory:") -> None:
+    def __init__(
+        self,
+        path_or_connection: str | sqlite3.Connection = ":memory:",
+        *,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT_S,
+        synchronous: Synchronous = DEFAULT_SYNCHRONOUS,
+    ) -> None:
+        if synchronous not in ("normal", "full"):
+            raise ValidationError(f"synchronous must be 'normal' or 'full', not {synchronous!r}")
+        if not busy_timeout > 0:
+            raise ValidationError(f"busy_timeout must be a positive number of seconds, not {busy_timeout!r}")
+        self.synchronous = synchronous
         if isinstance(path_or_connection, sqlite3.Connection):
             self._connection = path_or_connection
         else:
             self._connection = sqlite3.connect(
-                path_or_connection, check_same_thread=False, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000
+                path_or_connection, check_same_thread=False, isolation_level=None, timeout=busy_timeout
             )
             if path_or_connection != ":memory:" and not path_or_connection.startswith("file::memory:"):
                 self._connection.execute("PRAGMA journal_mode=WAL")
-                self._connection.execute("PRAGMA synchronous=NORMAL")
+                self._connection.execute(f"PRAGMA synchronous={synchronous.upper()}")
         self._connection.isolation_level = None
-        self._connection.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        self._connection.execute(f"PRAGMA busy_timeout={round(busy_timeout * 1000)}")
         self._lock = threading.RLock()
-        self._executor = SqliteExecutor(self._connection)
+        self._busy_timeout = busy_timeout
+        self._executor = SqliteExecutor(self._connection, busy_timeout)
         self._depth = 0
 
     @property
@@ -72,8 +121,8 @@ class SqliteDatabase:
                 return
             try:
                 self._connection.execute(begin)
-            except sqlite3.OperationalError as error:
-                raise StorageUnavailableError(f"SQLite database is unavailable: {error}") from error
+            except sqlite3.Error as error:
+                raise translate_sqlite_error(error, self._busy_timeout) from error
             self._depth = 1
             try:
                 yield self._executor
@@ -84,9 +133,9 @@ class SqliteDatabase:
             self._depth = 0
             try:
                 self._connection.execute("COMMIT")
-            except sqlite3.OperationalError as error:
+            except sqlite3.Error as error:
                 self._connection.execute("ROLLBACK")
-                raise StorageUnavailableError(f"SQLite commit failed: {error}") from error
+                raise translate_sqlite_error(error, self._busy_timeout) from error
 
     def read(self) -> AbstractContextManager[SqliteExecutor]:
         return self._transaction("BEGIN")

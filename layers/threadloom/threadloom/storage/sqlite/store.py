@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from threadloom.storage.sqlite.database import SqliteDatabase
+from threadloom.storage.sqlite.database import DEFAULT_BUSY_TIMEOUT_S, DEFAULT_SYNCHRONOUS, SqliteDatabase
 from threadloom.storage.sqlite.sql import SqliteSql
 from threadloom.storage.store import SqlStore
 
@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
     from threadloom.storage.blocks import SqlContextProvider
     from threadloom.storage.search_entries import SqlSearchProvider
+    from threadloom.storage.sqlite.database import Synchronous
 
 
 class SqliteStore(SqlStore):
@@ -27,8 +28,21 @@ class SqliteStore(SqlStore):
     sql = SqliteSql
     migrations_package = "threadloom.storage.sqlite"
 
-    def __init__(self, path_or_connection: str | sqlite3.Connection = ":memory:", *, auto_migrate: bool = True):
-        super().__init__(SqliteDatabase(path_or_connection), auto_migrate=auto_migrate)
+    def __init__(
+        self,
+        path_or_connection: str | sqlite3.Connection = ":memory:",
+        *,
+        auto_migrate: bool = True,
+        busy_timeout: float = DEFAULT_BUSY_TIMEOUT_S,
+        synchronous: Synchronous = DEFAULT_SYNCHRONOUS,
+    ):
+        """``synchronous``: ``normal`` (WAL; survives a process crash, may lose the last commits on
+        power loss) or ``full`` (every commit synced); ``busy_timeout``: seconds a writer waits for
+        another process's lock before :class:`SessionBusyError`."""
+        super().__init__(
+            SqliteDatabase(path_or_connection, busy_timeout=busy_timeout, synchronous=synchronous),
+            auto_migrate=auto_migrate,
+        )
 
     def close(self) -> None:
         database = self.database

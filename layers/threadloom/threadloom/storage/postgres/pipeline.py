@@ -1,0 +1,118 @@
+"""One parameterized statement per network round trip: the only code that touches pg8000 internals.
+
+pg8000's ``run`` sends an unnamed statement's Parse, Describe, Bind and Execute but waits
+for the server after Parse and after Describe: three round trips to learn nothing it uses.
+Here the messages leave together, closed by one Sync, as libpq's PQexecParams sends them.
+
+The methods used below are not pg8000's public API, so the driver is pinned to exactly
+:data:`PG8000_VERSION` (pyproject and the layer's requirements) and
+``tests/integration/postgres/test_pipeline.py`` checks that each one is still there and
+behaves as relied on. Everything a statement needs is encoded *before* the first byte is
+written, so a value pg8000 cannot encode fails without leaving a partial message on the
+socket.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any, Final
+
+import pg8000.native  # type: ignore[import-untyped]
+from pg8000.converters import make_params  # type: ignore[import-untyped]
+from pg8000.core import (  # type: ignore[import-untyped]
+    BIND,
+    EXECUTE_MSG,
+    FLUSH_MSG,
+    NULL_BYTE,
+    PARSE,
+    SYNC_MSG,
+    Context,
+)
+from pg8000.exceptions import InterfaceError  # type: ignore[import-untyped]
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from threadloom.storage.postgres.connection import Connection
+
+#: The pg8000 release whose internals this module is written and tested against.
+PG8000_VERSION: Final = "1.31.6"
+
+#: Sets the server-side timeouts for the implicit transaction the pipeline runs in
+#: (``is_local``: gone at the Sync, so no session state is left behind). Returns no row.
+TIMEOUTS_SQL: Final = (
+    "SELECT FROM (SELECT set_config('lock_timeout', $1, true) || set_config('statement_timeout', $2, true) AS v) s "
+    "WHERE v IS NULL"
+)
+
+_UNNAMED: Final = b"\x00"
+_DESCRIBE: Final = b"D"
+_STATEMENT: Final = b"S"
+
+
+def run_pipelined(
+    connection: Connection,
+    sql: str,
+    params: Mapping[str, Any],
+    *,
+    timeouts: tuple[str, str] | None = None,
+) -> list[list[Any]] | None:
+    """Run ``sql`` with ``params`` in one round trip; ``timeouts`` (lock, statement) in ms apply to it.
+
+    If any step fails the server skips the rest up to the Sync and pg8000 raises the
+    error after reading everything up to ReadyForQuery, so the connection stays usable.
+    """
+    statement, make_values = compiled(sql)
+    encoding = connection._client_encoding
+    payload = bytearray()
+    if timeouts is not None:
+        payload += _parse(TIMEOUTS_SQL, encoding)
+        payload += _bind([value.encode(encoding) for value in timeouts])
+        payload += EXECUTE_MSG
+    payload += _parse(statement, encoding)
+    payload += _message(_DESCRIBE, _STATEMENT + _UNNAMED)
+    values = make_params(connection.py_types, make_values(params))
+    payload += _bind([None if value is None else value.encode(encoding) for value in values])
+    payload += EXECUTE_MSG + FLUSH_MSG + SYNC_MSG
+    sock = connection._sock
+    if sock is None:
+        raise InterfaceError("connection is closed")
+    try:
+        sock.write(payload)
+        sock.flush()
+    except OSError as error:
+        raise InterfaceError("network error") from error
+    context = Context(statement)
+    connection.handle_messages(context)
+    rows: list[list[Any]] | None = context.rows
+    return rows
+
+
+def _message(code: bytes, data: bytes | bytearray) -> bytes:
+    return code + (len(data) + 4).to_bytes(4, "big") + bytes(data)
+
+
+def _parse(statement: str, encoding: str) -> bytes:
+    return _message(PARSE, _UNNAMED + statement.encode(encoding) + NULL_BYTE + (0).to_bytes(2, "big"))
+
+
+def _bind(values: list[bytes | None]) -> bytes:
+    data = bytearray(_UNNAMED + _UNNAMED + (0).to_bytes(2, "big") + len(values).to_bytes(2, "big"))
+    for value in values:
+        if value is None:
+            data += (-1).to_bytes(4, "big", signed=True)
+        else:
+            data += len(value).to_bytes(4, "big") + value
+    data += (0).to_bytes(2, "big")
+    return _message(BIND, data)
+
+
+@lru_cache(maxsize=512)
+def compiled(sql: str) -> tuple[str, Callable[[Mapping[str, Any]], tuple[Any, ...]]]:
+    """pg8000's translation of ``:name`` placeholders to ``$n``, cached per statement text.
+
+    Connection.run redoes it character by character on every call, which costs more than
+    a local round trip for our longer statements.
+    """
+    statement, make_values = pg8000.native.to_statement(sql)
+    return statement, make_values
