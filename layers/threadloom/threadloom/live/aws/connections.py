@@ -1,0 +1,304 @@
+"""Who watches which session on AWS: one DynamoDB table of WebSocket connections and their subscriptions.
+
+Layout (partition key ``pk``, sort key ``sk``, both strings; TTL on ``expires_at``)::
+
+    pk = connection#<connection id>    sk = connection                  the open connection and its tenant
+    pk = connection#<connection id>    sk = session#<tenant>#<session>  one of its subscriptions (for $disconnect)
+    pk = session#<tenant>#<session>    sk = connection#<connection id>  the same subscription (for publishing)
+
+So a session's subscribers are one Query on its partition, a connection's subscriptions are one Query on its own,
+and both halves of a subscription are written in one transaction that also checks the connection is open and
+belongs to the tenant. Tenant and session ids are percent-encoded (``#`` and ``%`` included) before they are joined,
+so no choice of ids can make one tenant's key equal another's. API Gateway closes every connection after two hours,
+so each item expires a little after that even if ``$disconnect`` never ran (DynamoDB deletes expired items lazily,
+so reads also skip them).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from typing import TYPE_CHECKING, TypeVar
+from urllib.parse import quote
+
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+from threadloom.errors import NotFoundError, StorageUnavailableError, ValidationError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, WriteRequestTypeDef
+
+logger = logging.getLogger(__name__)
+
+CONNECTION_TTL_SECONDS = 2 * 3600 + 300
+"""API Gateway's maximum WebSocket connection duration (2 h) plus a margin."""
+MAX_KEY_BYTES = 2048
+"""DynamoDB's partition key limit."""
+
+_T = TypeVar("_T")
+_CONNECTION_SK = "connection"
+_BATCH_SIZE = 25
+_BATCH_ATTEMPTS = 3
+_CLIENT_CONFIG = Config(connect_timeout=1, read_timeout=2, retries={"mode": "standard", "max_attempts": 2})
+
+
+@functools.cache
+def default_dynamodb_client() -> DynamoDBClient:
+    """A DynamoDB client with short timeouts and one retry, built on first use: publishing must stay bounded."""
+    import boto3
+
+    return boto3.session.Session().client("dynamodb", config=_CLIENT_CONFIG)
+
+
+def session_key(tenant: str, session_id: str) -> str:
+    """The partition of a session's subscribers; injective in ``(tenant, session_id)``."""
+    key = f"session#{_encode(tenant)}#{_encode(session_id)}"
+    if len(key.encode("utf-8")) > MAX_KEY_BYTES:
+        raise ValidationError(
+            f"Tenant and session id are too long for the connections table (over {MAX_KEY_BYTES} bytes)"
+        )
+    return key
+
+
+def connection_key(connection_id: str) -> str:
+    """The partition of one connection."""
+    if not connection_id:
+        raise ValidationError("A connection id is required")
+    return f"connection#{_encode(connection_id)}"
+
+
+def _encode(value: str) -> str:
+    try:
+        return quote(value, safe="")
+    except UnicodeEncodeError as exc:  # lone surrogates cannot be stored as DynamoDB strings
+        raise ValidationError("Ids must be valid Unicode text") from exc
+
+
+class ConnectionsTable:
+    """The connections table of the WebSocket API.
+
+    Parameters
+    ----------
+    table:
+        Table name (keys ``pk``/``sk``, TTL attribute ``expires_at``).
+    client:
+        A DynamoDB client; by default ``default_dynamodb_client()``.
+    ttl_seconds:
+        How long an item outlives its last write when ``$disconnect`` never comes.
+
+    Examples
+    --------
+    >>> connections = ConnectionsTable("threadloom-connections")
+    >>> connections.open("L0SM9cOFvHcCIhw=", tenant="tenant-a")  # doctest: +SKIP
+    >>> connections.subscribe("L0SM9cOFvHcCIhw=", tenant="tenant-a", session_id="s1")  # doctest: +SKIP
+    >>> connections.subscribers("tenant-a", "s1")  # doctest: +SKIP
+    ['L0SM9cOFvHcCIhw=']
+    """
+
+    def __init__(
+        self, table: str, *, client: DynamoDBClient | None = None, ttl_seconds: int = CONNECTION_TTL_SECONDS
+    ) -> None:
+        if not table:
+            raise ValidationError("ConnectionsTable needs a table name")
+        self._table = table
+        self._client = client
+        self._ttl_seconds = ttl_seconds
+
+    @property
+    def table(self) -> str:
+        return self._table
+
+    @property
+    def _dynamodb(self) -> DynamoDBClient:
+        if self._client is None:
+            self._client = default_dynamodb_client()
+        return self._client
+
+    def _expires_at(self) -> str:
+        return str(int(time.time()) + self._ttl_seconds)
+
+    # ------------------------------------------------------------ connections
+
+    def open(self, connection_id: str, *, tenant: str) -> None:
+        """Record a connection the authorizer let in, with the tenant its token named."""
+        if not tenant:
+            raise ValidationError("A connection needs a tenant")
+        item = {
+            "pk": {"S": connection_key(connection_id)},
+            "sk": {"S": _CONNECTION_SK},
+            "connection_id": {"S": connection_id},
+            "tenant": {"S": tenant},
+            "connected_at": {"N": str(int(time.time()))},
+            "expires_at": {"N": self._expires_at()},
+        }
+        self._call("record the connection", lambda: self._dynamodb.put_item(TableName=self._table, Item=item))
+
+    def tenant_of(self, connection_id: str) -> str | None:
+        """The tenant of an open connection, or None when it is unknown or expired."""
+        response = self._call(
+            "read the connection",
+            lambda: self._dynamodb.get_item(
+                TableName=self._table,
+                Key={"pk": {"S": connection_key(connection_id)}, "sk": {"S": _CONNECTION_SK}},
+                ConsistentRead=True,
+            ),
+        )
+        item = response.get("Item")
+        if not item or _expired(item.get("expires_at", {}).get("N")):
+            return None
+        return item.get("tenant", {}).get("S")
+
+    def close(self, connection_id: str) -> int:
+        """Forget a connection and every subscription it holds ($disconnect, or 410 Gone); returns items removed."""
+        own_partition = connection_key(connection_id)
+        keys: list[tuple[str, str]] = []
+        for item in self._query(own_partition, "read the connection's subscriptions"):
+            sk = item["sk"]["S"]
+            keys.append((own_partition, sk))
+            if sk != _CONNECTION_SK:
+                keys.append((sk, own_partition))  # the session-side half of the subscription
+        self._delete_all(keys)
+        return len(keys)
+
+    # ---------------------------------------------------------- subscriptions
+
+    def subscribe(self, connection_id: str, *, tenant: str, session_id: str) -> None:
+        """Subscribe an open connection of ``tenant`` to one of its sessions (``NotFoundError`` if not open)."""
+        session_partition = session_key(tenant, session_id)
+        own_partition = connection_key(connection_id)
+        expires_at = self._expires_at()
+        try:
+            self._dynamodb.transact_write_items(
+                TransactItems=[
+                    {
+                        "ConditionCheck": {
+                            "TableName": self._table,
+                            "Key": {"pk": {"S": own_partition}, "sk": {"S": _CONNECTION_SK}},
+                            "ConditionExpression": "#tenant = :tenant",
+                            "ExpressionAttributeNames": {"#tenant": "tenant"},
+                            "ExpressionAttributeValues": {":tenant": {"S": tenant}},
+                        }
+                    },
+                    {
+                        "Put": {
+                            "TableName": self._table,
+                            "Item": {
+                                "pk": {"S": session_partition},
+                                "sk": {"S": own_partition},
+                                "connection_id": {"S": connection_id},
+                                "expires_at": {"N": expires_at},
+                            },
+                        }
+                    },
+                    {
+                        "Put": {
+                            "TableName": self._table,
+                            "Item": {
+                                "pk": {"S": own_partition},
+                                "sk": {"S": session_partition},
+                                "session_id": {"S": session_id},
+                                "expires_at": {"N": expires_at},
+                            },
+                        }
+                    },
+                ]
+            )
+        except ClientError as exc:
+            if _error_code(exc) == "TransactionCanceledException" and _condition_failed(exc):
+                raise NotFoundError(f"Connection {connection_id!r} is not open for this tenant") from exc
+            raise self._translate(exc, "subscribe") from exc
+        except BotoCoreError as exc:
+            raise self._translate(exc, "subscribe") from exc
+
+    def unsubscribe(self, connection_id: str, *, tenant: str, session_id: str) -> None:
+        """Remove one subscription (a no-op when there is none)."""
+        session_partition = session_key(tenant, session_id)
+        own_partition = connection_key(connection_id)
+        self._delete_all([(session_partition, own_partition), (own_partition, session_partition)])
+
+    def subscribers(self, tenant: str, session_id: str) -> list[str]:
+        """The connection ids subscribed to a session: one Query on its partition."""
+        items = self._query(session_key(tenant, session_id), "read the session's subscribers")
+        return [item["connection_id"]["S"] for item in items if "connection_id" in item]
+
+    # ---------------------------------------------------------------- helpers
+
+    def _query(self, partition: str, action: str) -> list[dict[str, AttributeValueTypeDef]]:
+        """Every unexpired item of one partition, following pagination."""
+        paginator = self._dynamodb.get_paginator("query")
+        pages = paginator.paginate(
+            TableName=self._table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": partition}},
+            ConsistentRead=True,
+        )
+        try:
+            return [
+                dict(item)
+                for page in pages
+                for item in page.get("Items", [])
+                if not _expired(item.get("expires_at", {}).get("N"))
+            ]
+        except (ClientError, BotoCoreError) as exc:
+            raise self._translate(exc, action) from exc
+
+    def _delete_all(self, keys: Iterable[tuple[str, str]]) -> None:
+        requests: list[WriteRequestTypeDef] = [
+            {"DeleteRequest": {"Key": {"pk": {"S": pk}, "sk": {"S": sk}}}} for pk, sk in dict.fromkeys(keys)
+        ]
+        for start in range(0, len(requests), _BATCH_SIZE):
+            pending = requests[start : start + _BATCH_SIZE]
+            for _ in range(_BATCH_ATTEMPTS):
+                pending = self._write_batch(pending)
+                if not pending:
+                    break
+            if pending:
+                logger.warning("%d connection items left for TTL to remove after throttling", len(pending))
+
+    def _write_batch(self, requests: list[WriteRequestTypeDef]) -> list[WriteRequestTypeDef]:
+        """One BatchWriteItem; returns what DynamoDB left unprocessed."""
+        try:
+            response = self._dynamodb.batch_write_item(RequestItems={self._table: requests})
+        except (ClientError, BotoCoreError) as exc:
+            raise self._translate(exc, "delete subscriptions") from exc
+        unprocessed = response.get("UnprocessedItems", {}).get(self._table, [])
+        return [
+            {"DeleteRequest": {"Key": dict(r["DeleteRequest"]["Key"])}} for r in unprocessed if "DeleteRequest" in r
+        ]
+
+    def _call(self, action: str, call: Callable[[], _T]) -> _T:
+        try:
+            return call()
+        except (ClientError, BotoCoreError) as exc:
+            raise self._translate(exc, action) from exc
+
+    def _translate(self, exc: ClientError | BotoCoreError, action: str) -> StorageUnavailableError:
+        where = f'Connections table "{self._table}"'
+        if isinstance(exc, ClientError):
+            return StorageUnavailableError(f"{where} failed (could not {action}: {_error_code(exc)})")
+        return StorageUnavailableError(f"{where} could not be reached (could not {action}: {exc})")
+
+
+def _expired(expires_at: str | None) -> bool:
+    if expires_at is None:
+        return False
+    try:
+        return float(expires_at) <= time.time()
+    except ValueError:
+        return False
+
+
+def _error_code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def _condition_failed(exc: ClientError) -> bool:
+    reasons = exc.response.get("CancellationReasons", [])
+    return any(reason.get("Code") == "ConditionalCheckFailed" for reason in reasons)
+
+
+__all__ = ["CONNECTION_TTL_SECONDS", "ConnectionsTable", "connection_key", "default_dynamodb_client", "session_key"]

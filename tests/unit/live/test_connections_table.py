@@ -1,0 +1,144 @@
+"""The connections table on moto: subscribe, find subscribers in one query, unsubscribe, close, tenant scoping."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import boto3
+import pytest
+from moto import mock_aws
+from threadloom.errors import NotFoundError, StorageUnavailableError, ValidationError
+from threadloom.live.aws.connections import ConnectionsTable, session_key
+
+from tests.support.connections import CONNECTIONS_TABLE, create_connections_table
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from mypy_boto3_dynamodb.client import DynamoDBClient
+
+
+@pytest.fixture
+def dynamodb() -> Iterator[DynamoDBClient]:
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        create_connections_table(client)
+        yield client
+
+
+@pytest.fixture
+def connections(dynamodb: DynamoDBClient) -> ConnectionsTable:
+    return ConnectionsTable(CONNECTIONS_TABLE, client=dynamodb)
+
+
+def item_count(client: DynamoDBClient) -> int:
+    return client.scan(TableName=CONNECTIONS_TABLE)["Count"]
+
+
+def test_subscribers_of_a_session_are_found(connections: ConnectionsTable) -> None:
+    connections.open("c1", tenant="tenant-a")
+    connections.open("c2", tenant="tenant-a")
+    connections.subscribe("c1", tenant="tenant-a", session_id="s1")
+    connections.subscribe("c2", tenant="tenant-a", session_id="s1")
+    connections.subscribe("c2", tenant="tenant-a", session_id="s2")
+
+    assert sorted(connections.subscribers("tenant-a", "s1")) == ["c1", "c2"]
+    assert connections.subscribers("tenant-a", "s2") == ["c2"]
+    assert connections.subscribers("tenant-b", "s1") == []
+    assert connections.tenant_of("c1") == "tenant-a"
+
+
+def test_subscribing_twice_keeps_one_subscription(connections: ConnectionsTable) -> None:
+    connections.open("c1", tenant="tenant-a")
+    connections.subscribe("c1", tenant="tenant-a", session_id="s1")
+    connections.subscribe("c1", tenant="tenant-a", session_id="s1")
+    assert connections.subscribers("tenant-a", "s1") == ["c1"]
+
+
+def test_a_connection_cannot_subscribe_for_another_tenant(
+    dynamodb: DynamoDBClient, connections: ConnectionsTable
+) -> None:
+    connections.open("c1", tenant="tenant-a")
+    with pytest.raises(NotFoundError, match="not open for this tenant"):
+        connections.subscribe("c1", tenant="tenant-b", session_id="s1")
+    with pytest.raises(NotFoundError):
+        connections.subscribe("never-opened", tenant="tenant-a", session_id="s1")
+    assert connections.subscribers("tenant-b", "s1") == []
+    assert item_count(dynamodb) == 1  # only the connection itself
+
+
+def test_unsubscribe_removes_both_halves(dynamodb: DynamoDBClient, connections: ConnectionsTable) -> None:
+    connections.open("c1", tenant="tenant-a")
+    connections.subscribe("c1", tenant="tenant-a", session_id="s1")
+    connections.unsubscribe("c1", tenant="tenant-a", session_id="s1")
+    connections.unsubscribe("c1", tenant="tenant-a", session_id="never-subscribed")
+    assert connections.subscribers("tenant-a", "s1") == []
+    assert item_count(dynamodb) == 1
+
+
+def test_close_forgets_the_connection_and_all_its_subscriptions(
+    dynamodb: DynamoDBClient, connections: ConnectionsTable
+) -> None:
+    connections.open("c1", tenant="tenant-a")
+    connections.open("c2", tenant="tenant-a")
+    for index in range(30):  # more than one BatchWriteItem
+        connections.subscribe("c1", tenant="tenant-a", session_id=f"s{index}")
+    connections.subscribe("c2", tenant="tenant-a", session_id="s0")
+
+    removed = connections.close("c1")
+
+    assert removed == 1 + 2 * 30
+    assert connections.tenant_of("c1") is None
+    assert connections.subscribers("tenant-a", "s0") == ["c2"]
+    assert all(connections.subscribers("tenant-a", f"s{index}") == [] for index in range(1, 30))
+    assert item_count(dynamodb) == 3  # c2 and its one subscription's two halves
+    assert connections.close("c1") == 0
+
+
+def test_expired_items_are_ignored_before_dynamodb_deletes_them(dynamodb: DynamoDBClient) -> None:
+    stale = ConnectionsTable(CONNECTIONS_TABLE, client=dynamodb, ttl_seconds=-1)
+    stale.open("c1", tenant="tenant-a")
+    assert stale.tenant_of("c1") is None
+    fresh = ConnectionsTable(CONNECTIONS_TABLE, client=dynamodb)
+    fresh.open("c2", tenant="tenant-a")
+    fresh.subscribe("c2", tenant="tenant-a", session_id="s1")
+    assert stale.subscribers("tenant-a", "s1") == ["c2"]
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (("a#b", "c"), ("a", "b#c")),
+        (("a%23b", "c"), ("a#b", "c")),
+        (("a", "b%23c"), ("a", "b#c")),
+        (("t", "x#connection#y"), ("t", "x")),
+    ],
+)
+def test_keys_cannot_collide_across_tenants(first: tuple[str, str], second: tuple[str, str]) -> None:
+    assert session_key(*first) != session_key(*second)
+
+
+def test_ids_with_separators_stay_separate(connections: ConnectionsTable) -> None:
+    connections.open("c1", tenant="a#b")
+    connections.open("c2", tenant="a")
+    connections.subscribe("c1", tenant="a#b", session_id="c")
+    connections.subscribe("c2", tenant="a", session_id="b#c")
+    assert connections.subscribers("a#b", "c") == ["c1"]
+    assert connections.subscribers("a", "b#c") == ["c2"]
+
+
+def test_bad_ids_are_validation_errors(connections: ConnectionsTable) -> None:
+    with pytest.raises(ValidationError, match="too long"):
+        connections.subscribers("tenant", "x" * 3000)
+    with pytest.raises(ValidationError, match="Unicode"):
+        connections.subscribers("tenant", "bad\ud800")
+    with pytest.raises(ValidationError):
+        connections.open("", tenant="tenant-a")
+
+
+def test_a_missing_table_is_storage_unavailable(dynamodb: DynamoDBClient) -> None:
+    missing = ConnectionsTable("no-such-table", client=dynamodb)
+    with pytest.raises(StorageUnavailableError, match="no-such-table"):
+        missing.subscribers("tenant-a", "s1")
+    with pytest.raises(StorageUnavailableError, match="no-such-table"):
+        missing.subscribe("c1", tenant="tenant-a", session_id="s1")
