@@ -53,6 +53,8 @@ class Settings:
     tenant_claim: str = "sub"
     profile_path: str | None = None
     idempotency_table: str | None = None
+    connections_table: str | None = None
+    websocket_endpoint: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -84,6 +86,8 @@ class Settings:
             tenant_claim=get("THREADLOOM_TENANT_CLAIM") or "sub",
             profile_path=get("THREADLOOM_PROFILE"),
             idempotency_table=get("THREADLOOM_IDEMPOTENCY_TABLE"),
+            connections_table=get("THREADLOOM_CONNECTIONS_TABLE"),
+            websocket_endpoint=get("THREADLOOM_WEBSOCKET_ENDPOINT"),
         )
 
 
@@ -200,6 +204,15 @@ class Runtime:
             return self._publisher
 
     def _build_publisher(self) -> StatusPublisher:
+        """The API Gateway publisher when a WebSocket stage is configured, else one that publishes nowhere."""
+        settings = self.settings
+        if settings.websocket_endpoint:
+            if not settings.connections_table:
+                raise ValidationError("THREADLOOM_WEBSOCKET_ENDPOINT needs THREADLOOM_CONNECTIONS_TABLE")
+            from threadloom.live.aws.connections import ConnectionsTable
+            from threadloom.live.aws.publisher import ManagementApiPublisher
+
+            return ManagementApiPublisher(ConnectionsTable(settings.connections_table), settings.websocket_endpoint)
         from threadloom.live.publisher import NullPublisher
 
         return NullPublisher()

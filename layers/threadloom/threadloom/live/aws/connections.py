@@ -24,6 +24,7 @@ from urllib.parse import quote
 
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
+
 from threadloom.errors import NotFoundError, StorageUnavailableError, ValidationError
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ _T = TypeVar("_T")
 _CONNECTION_SK = "connection"
 _BATCH_SIZE = 25
 _BATCH_ATTEMPTS = 3
-_CLIENT_CONFIG = Config(connect_timeout=1, read_timeout=2, retries={"mode": "standard", "max_attempts": 2})
+_CLIENT_CONFIG = Config(connect_timeout=0.5, read_timeout=1, retries={"mode": "standard", "total_max_attempts": 2})
 
 
 @functools.cache
@@ -219,6 +220,11 @@ class ConnectionsTable:
         session_partition = session_key(tenant, session_id)
         own_partition = connection_key(connection_id)
         self._delete_all([(session_partition, own_partition), (own_partition, session_partition)])
+
+    def subscriptions_of(self, connection_id: str) -> list[str]:
+        """The session ids one connection is subscribed to."""
+        items = self._query(connection_key(connection_id), "read the connection's subscriptions")
+        return [item["session_id"]["S"] for item in items if "session_id" in item]
 
     def subscribers(self, tenant: str, session_id: str) -> list[str]:
         """The connection ids subscribed to a session: one Query on its partition."""

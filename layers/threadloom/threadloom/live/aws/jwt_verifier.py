@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import jwt
+
 from threadloom.errors import ThreadloomError, ValidationError
 
 if TYPE_CHECKING:

@@ -1,0 +1,64 @@
+"""The live-status WebSocket Lambda: ``$connect``, ``$disconnect``, ``subscribe``, ``unsubscribe`` and ``$default``.
+
+Each route is one call into ``threadloom.live.aws.routes``; a reply event goes back to the client as the route
+response body (``subscribed`` or ``error``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.data_classes import APIGatewayWebSocketEvent
+from threadloom.api.observability import logger, metrics, tracer
+from threadloom.live.events import encode
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
+    from threadloom.live.aws.routes import WebSocketRoutes
+
+_routes: WebSocketRoutes | None = None
+
+
+def get_routes() -> WebSocketRoutes:
+    """The routes over the process-wide runtime and ``THREADLOOM_CONNECTIONS_TABLE``, built on first use."""
+    global _routes  # noqa: PLW0603 - one instance per Lambda execution environment
+    if _routes is None:
+        from threadloom.api.runtime import get_runtime
+        from threadloom.live.aws.connections import ConnectionsTable
+        from threadloom.live.aws.routes import WebSocketRoutes
+
+        runtime = get_runtime()
+        _routes = WebSocketRoutes(ConnectionsTable(os.environ.get("THREADLOOM_CONNECTIONS_TABLE", "")), runtime.manager)
+    return _routes
+
+
+def set_routes(routes: WebSocketRoutes | None) -> None:
+    """Replace (or with None, forget) the routes; for tests."""
+    global _routes  # noqa: PLW0603
+    _routes = routes
+
+
+@logger.inject_lambda_context(correlation_id_path="requestContext.requestId", clear_state=True)
+@metrics.log_metrics(capture_cold_start_metric=True)
+@tracer.capture_lambda_handler(capture_response=False)
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    request = APIGatewayWebSocketEvent(event)
+    route = request.request_context.route_key
+    connection_id = request.request_context.connection_id
+    logger.append_keys(route=route, connection_id=connection_id)
+    routes = get_routes()
+    metrics.add_metric(name="WebSocketRouteCalls", unit=MetricUnit.Count, value=1)
+    if route == "$connect":
+        tenant = (event["requestContext"].get("authorizer") or {}).get("tenant")
+        if not tenant:  # only reachable if the route were deployed without its authorizer
+            logger.error("$connect without an authorizer tenant; refusing the connection")
+            return {"statusCode": 403}
+        routes.connect(connection_id, tenant)
+        return {"statusCode": 200}
+    if route == "$disconnect":
+        routes.disconnect(connection_id)
+        return {"statusCode": 200}
+    reply = routes.message(connection_id, request.decoded_body)
+    return {"statusCode": 200} if reply is None else {"statusCode": 200, "body": encode(reply)}

@@ -1,0 +1,97 @@
+"""What each route of the WebSocket API does; the Lambda handler only parses the event and sends the reply back.
+
+``$connect`` records the connection with the tenant the authorizer verified; every later message is scoped to that
+stored tenant, so a client can only ever subscribe to its own tenant's sessions. Replies are the protocol's events
+(``threadloom.live.events``), the same the local server sends.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from threadloom.errors import NotFoundError, StorageUnavailableError, ValidationError
+from threadloom.live.events import error, parse_client_message
+from threadloom.live.hub import MAX_SUBSCRIPTIONS_PER_CONNECTION
+from threadloom.live.status import subscribe_reply
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from threadloom.core.manager import SessionManager
+    from threadloom.live.aws.connections import ConnectionsTable
+    from threadloom.live.events import LiveEvent
+
+logger = logging.getLogger(__name__)
+
+NOT_OPEN = "This connection is not open (or has expired): reconnect"
+UNAVAILABLE = "Live status is unavailable right now: try again"
+
+
+class WebSocketRoutes:
+    """The four routes over the connections table and each tenant's ``SessionManager``.
+
+    Parameters
+    ----------
+    connections:
+        The connections table.
+    manager_for:
+        The configured manager of a tenant (``Runtime.manager``).
+    max_subscriptions:
+        Subscriptions one connection may hold (as on the local server).
+    """
+
+    def __init__(
+        self,
+        connections: ConnectionsTable,
+        manager_for: Callable[[str], SessionManager],
+        *,
+        max_subscriptions: int = MAX_SUBSCRIPTIONS_PER_CONNECTION,
+    ) -> None:
+        self._connections = connections
+        self._manager_for = manager_for
+        self._max_subscriptions = max_subscriptions
+
+    def connect(self, connection_id: str, tenant: str) -> None:
+        """Remember the connection and the tenant its verified token named."""
+        self._connections.open(connection_id, tenant=tenant)
+
+    def disconnect(self, connection_id: str) -> None:
+        """Forget the connection and all its subscriptions."""
+        self._connections.close(connection_id)
+
+    def message(self, connection_id: str, body: str | None) -> LiveEvent | None:
+        """Handle one client message; the event to send back, or None when there is nothing to say."""
+        try:
+            action = parse_client_message(body or "")
+        except ValidationError as exc:
+            return error(str(exc))
+        try:
+            tenant = self._connections.tenant_of(connection_id)
+            if tenant is None:
+                return error(NOT_OPEN)
+            if action.action == "unsubscribe":
+                self._connections.unsubscribe(connection_id, tenant=tenant, session_id=action.session_id)
+                return None
+            return self._subscribe(connection_id, tenant, action.session_id)
+        except StorageUnavailableError:
+            logger.exception("Connections table unavailable while handling %s", action.action)
+            return error(UNAVAILABLE)
+
+    def _subscribe(self, connection_id: str, tenant: str, session_id: str) -> LiveEvent:
+        reply = subscribe_reply(self._manager_for(tenant), session_id)
+        if reply["type"] != "subscribed":
+            return reply  # unknown here, including another tenant's session: nothing is subscribed
+        held = self._connections.subscriptions_of(connection_id)
+        if session_id not in held and len(held) >= self._max_subscriptions:
+            return error(f"Too many subscriptions on this connection (at most {self._max_subscriptions})")
+        try:
+            self._connections.subscribe(connection_id, tenant=tenant, session_id=session_id)
+        except NotFoundError:
+            return error(NOT_OPEN)
+        except ValidationError as exc:
+            return error(str(exc))
+        return reply
+
+
+__all__ = ["NOT_OPEN", "UNAVAILABLE", "WebSocketRoutes"]

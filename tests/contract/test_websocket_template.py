@@ -1,0 +1,125 @@
+"""The live-status WebSocket API in template.yaml: routes, $connect authorizer, stage, table, least privilege."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.contract.test_app_contract import ROOT, CfnLoader
+
+ROUTES = {"$connect", "$disconnect", "subscribe", "unsubscribe", "$default"}
+PUBLISHERS = ("ApiFunction", "CompactionFunction")
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    return yaml.load((ROOT / "template.yaml").read_text(encoding="utf-8"), Loader=CfnLoader)  # type: ignore[no-any-return]
+
+
+def of_type(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {name: resource for name, resource in template["Resources"].items() if resource["Type"] == kind}
+
+
+def statements(function: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s for policy in function["Properties"].get("Policies", []) if "Statement" in policy for s in policy["Statement"]]
+
+
+def test_the_api_routes_on_the_action_field(template: dict[str, Any]) -> None:
+    (api,) = of_type(template, "AWS::ApiGatewayV2::Api").values()
+    assert api["Properties"]["ProtocolType"] == "WEBSOCKET"
+    assert api["Properties"]["RouteSelectionExpression"] == "$request.body.action"
+
+
+def test_every_route_goes_to_the_websocket_function(template: dict[str, Any]) -> None:
+    routes = of_type(template, "AWS::ApiGatewayV2::Route")
+    assert {route["Properties"]["RouteKey"] for route in routes.values()} == ROUTES
+    integrations = of_type(template, "AWS::ApiGatewayV2::Integration")
+    for route in routes.values():
+        integration_name = route["Properties"]["Target"]["Fn::Sub"].removeprefix("integrations/${").rstrip("}")
+        integration = integrations[integration_name]["Properties"]
+        assert integration["IntegrationType"] == "AWS_PROXY"
+        assert "${WebSocketFunction.Arn}" in integration["IntegrationUri"]["Fn::Sub"]
+
+
+def test_only_connect_is_authorized_by_the_jwt_authorizer(template: dict[str, Any]) -> None:
+    routes = {
+        route["Properties"]["RouteKey"]: route["Properties"]
+        for route in of_type(template, "AWS::ApiGatewayV2::Route").values()
+    }
+    assert routes["$connect"]["AuthorizationType"] == "CUSTOM"
+    authorizer = template["Resources"][routes["$connect"]["AuthorizerId"]["Ref"]]["Properties"]
+    assert authorizer["AuthorizerType"] == "REQUEST"
+    assert "${WebSocketAuthorizerFunction.Arn}" in authorizer["AuthorizerUri"]["Fn::Sub"]
+    # header OR query parameter: listing identity sources would make API Gateway demand all of them
+    assert "IdentitySource" not in authorizer
+    assert all(routes[key]["AuthorizationType"] == "NONE" for key in ROUTES - {"$connect"})
+
+
+def test_replies_are_sent_back_on_the_message_routes(template: dict[str, Any]) -> None:
+    routes = of_type(template, "AWS::ApiGatewayV2::Route")
+    answered = {
+        routes[response["Properties"]["RouteId"]["Ref"]]["Properties"]["RouteKey"]
+        for response in of_type(template, "AWS::ApiGatewayV2::RouteResponse").values()
+    }
+    assert answered == {"subscribe", "unsubscribe", "$default"}
+
+
+def test_the_authorizer_verifies_the_http_apis_issuer_and_audience(template: dict[str, Any]) -> None:
+    function = template["Resources"]["WebSocketAuthorizerFunction"]
+    variables = function["Properties"]["Environment"]["Variables"]
+    assert variables["THREADLOOM_JWT_ISSUER"] == {"Ref": "JwtIssuer"}
+    assert variables["THREADLOOM_JWT_AUDIENCE"] == {"Fn::Join": [",", {"Ref": "JwtAudience"}]}
+    http_jwt = template["Resources"]["HttpApi"]["Properties"]["Auth"]["Authorizers"]["JwtAuthorizer"][
+        "JwtConfiguration"
+    ]
+    assert http_jwt == {"issuer": {"Ref": "JwtIssuer"}, "audience": {"Ref": "JwtAudience"}}
+    assert function["IgnoreGlobals"] == ["VpcConfig"]  # it fetches the issuer's JWKS from the internet
+    assert "Policies" not in function["Properties"]  # nothing but its logs
+    requirements = (ROOT / "functions/websocket_authorizer/requirements.txt").read_text(encoding="utf-8")
+    assert "pyjwt[crypto]" in requirements
+
+
+def test_api_gateway_may_invoke_both_functions_of_this_api_only(template: dict[str, Any]) -> None:
+    permissions = {
+        p["Properties"]["FunctionName"]["Ref"]: p["Properties"]
+        for p in of_type(template, "AWS::Lambda::Permission").values()
+    }
+    for function in ("WebSocketFunction", "WebSocketAuthorizerFunction"):
+        assert permissions[function]["Principal"] == "apigateway.amazonaws.com"
+        assert "${WebSocketApi}/" in permissions[function]["SourceArn"]["Fn::Sub"]
+
+
+def test_the_connections_table_has_keys_and_ttl(template: dict[str, Any]) -> None:
+    table = template["Resources"]["ConnectionsTable"]["Properties"]
+    assert [(k["AttributeName"], k["KeyType"]) for k in table["KeySchema"]] == [("pk", "HASH"), ("sk", "RANGE")]
+    assert table["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
+    assert table["BillingMode"] == "PAY_PER_REQUEST" and table["SSESpecification"]["SSEEnabled"] is True
+
+
+@pytest.mark.parametrize("name", PUBLISHERS)
+def test_publishers_may_post_to_this_stages_connections_only(template: dict[str, Any], name: str) -> None:
+    function = template["Resources"][name]
+    variables = function["Properties"]["Environment"]["Variables"]
+    assert variables["THREADLOOM_CONNECTIONS_TABLE"] == {"Ref": "ConnectionsTable"}
+    assert variables["THREADLOOM_WEBSOCKET_ENDPOINT"]["Fn::Sub"].startswith("https://${WebSocketApi}.execute-api.")
+    manage = [s for s in statements(function) if s["Action"] == "execute-api:ManageConnections"]
+    assert len(manage) == 1
+    resource = manage[0]["Resource"]["Fn::Sub"]
+    assert resource.endswith(":${WebSocketApi}/${WebSocketStage}/POST/@connections/*")
+    assert {"DynamoDBCrudPolicy": {"TableName": {"Ref": "ConnectionsTable"}}} in function["Properties"]["Policies"]
+
+
+def test_nothing_else_may_manage_connections(template: dict[str, Any]) -> None:
+    for name, function in of_type(template, "AWS::Serverless::Function").items():
+        if name not in PUBLISHERS:
+            assert all("execute-api:ManageConnections" not in str(s["Action"]) for s in statements(function)), name
+
+
+def test_the_stage_deploys_itself_and_the_url_is_an_output(template: dict[str, Any]) -> None:
+    stage = template["Resources"]["WebSocketStage"]["Properties"]
+    assert stage["AutoDeploy"] is True and stage["AccessLogSettings"]["DestinationArn"]
+    assert stage["DefaultRouteSettings"]["ThrottlingRateLimit"] > 0
+    url = template["Outputs"]["WebSocketUrl"]["Value"]["Fn::Sub"]
+    assert url.startswith("wss://${WebSocketApi}.execute-api.") and url.endswith("/${WebSocketStage}")

@@ -1,0 +1,181 @@
+"""Every sample event in events/websocket through the real handlers: moto connections table, seeded SQLite store."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import boto3
+import pytest
+from moto import mock_aws
+from threadloom.api.runtime import set_runtime
+from threadloom.live.aws.connections import ConnectionsTable
+from threadloom.live.aws.jwt_verifier import JwtSettings, JwtVerifier
+from threadloom.live.aws.routes import WebSocketRoutes
+
+from tests.support.api import SESSION, TENANT, seeded_runtime
+from tests.support.connections import CONNECTIONS_TABLE, create_connections_table
+from tests.support.jwks import AUDIENCE, LocalIssuer, serve_issuer, unsigned_token
+from tests.support.websocket import (
+    CONNECTION,
+    OTHER_TENANT,
+    OTHER_TENANT_CONNECTION,
+    event_names,
+    invoke_authorizer,
+    invoke_routes,
+    load_event,
+    load_expected,
+    with_tokens,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+ROUTE_EVENTS = [name for name in event_names("") if not name.startswith("authorize")]
+AUTHORIZER_EVENTS = event_names("authorize")
+
+
+@pytest.fixture
+def connections(tmp_path: Path) -> Iterator[ConnectionsTable]:
+    """A moto table with the sample connection open for ``user-123`` and another for ``user-456``."""
+    import threadloom_websocket
+
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        create_connections_table(client)
+        table = ConnectionsTable(CONNECTIONS_TABLE, client=client)
+        runtime, _queue = seeded_runtime(tmp_path)
+        threadloom_websocket.set_routes(WebSocketRoutes(table, runtime.manager))
+        yield table
+        threadloom_websocket.set_routes(None)
+        set_runtime(None)
+
+
+def open_sample_connections(table: ConnectionsTable) -> None:
+    table.open(CONNECTION, tenant=TENANT)
+    table.open(OTHER_TENANT_CONNECTION, tenant=OTHER_TENANT)
+
+
+@pytest.mark.parametrize("name", ROUTE_EVENTS)
+def test_route_event_gives_expected_response(name: str, connections: ConnectionsTable) -> None:
+    # Given the sample connections (except for $connect, which opens its own), subscribed to the session
+    if name != "connect":
+        open_sample_connections(connections)
+        connections.subscribe(CONNECTION, tenant=TENANT, session_id=SESSION)
+    # When the event is handled
+    response = invoke_routes(load_event(name))
+    # Then the reply is the expected one
+    assert response == load_expected(name)
+
+
+def test_connect_records_the_authorizers_tenant(connections: ConnectionsTable) -> None:
+    invoke_routes(load_event("connect"))
+    assert connections.tenant_of(CONNECTION) == TENANT
+
+
+def test_connect_without_authorizer_context_is_refused(connections: ConnectionsTable) -> None:
+    event = load_event("connect")
+    del event["requestContext"]["authorizer"]
+    assert invoke_routes(event) == {"statusCode": 403}
+    assert connections.tenant_of(CONNECTION) is None
+
+
+def test_subscribe_records_the_subscription(connections: ConnectionsTable) -> None:
+    open_sample_connections(connections)
+    invoke_routes(load_event("subscribe"))
+    assert connections.subscribers(TENANT, SESSION) == [CONNECTION]
+
+
+def test_another_tenants_session_is_not_subscribed(connections: ConnectionsTable) -> None:
+    open_sample_connections(connections)
+    response = invoke_routes(load_event("subscribe_other_tenant"))
+    assert response["body"]["type"] == "error"
+    assert connections.subscribers(TENANT, SESSION) == []
+    assert connections.subscribers(OTHER_TENANT, SESSION) == []
+    assert connections.subscriptions_of(OTHER_TENANT_CONNECTION) == []
+
+
+def test_a_forged_authorizer_tenant_does_not_widen_a_connection(connections: ConnectionsTable) -> None:
+    # The stored tenant decides, not whatever the message event claims
+    open_sample_connections(connections)
+    event = load_event("subscribe_other_tenant")
+    event["requestContext"]["authorizer"]["tenant"] = TENANT
+    assert invoke_routes(event)["body"]["type"] == "error"
+    assert connections.subscribers(TENANT, SESSION) == []
+
+
+def test_unknown_connection_gets_an_error(connections: ConnectionsTable) -> None:
+    response = invoke_routes(load_event("subscribe"))
+    assert response["body"] == {"type": "error", "error": "This connection is not open (or has expired): reconnect"}
+    assert connections.subscribers(TENANT, SESSION) == []
+
+
+def test_unsubscribe_and_disconnect_remove_subscriptions(connections: ConnectionsTable) -> None:
+    open_sample_connections(connections)
+    connections.subscribe(CONNECTION, tenant=TENANT, session_id=SESSION)
+    connections.subscribe(CONNECTION, tenant=TENANT, session_id="s-other")
+    invoke_routes(load_event("unsubscribe"))
+    assert connections.subscribers(TENANT, SESSION) == []
+    assert connections.subscribers(TENANT, "s-other") == [CONNECTION]
+    invoke_routes(load_event("disconnect"))
+    assert connections.subscribers(TENANT, "s-other") == []
+    assert connections.tenant_of(CONNECTION) is None
+
+
+def test_a_connection_holds_a_bounded_number_of_subscriptions(tmp_path: Path) -> None:
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        create_connections_table(client)
+        table = ConnectionsTable(CONNECTIONS_TABLE, client=client)
+        runtime, _queue = seeded_runtime(tmp_path)
+        routes = WebSocketRoutes(table, runtime.manager, max_subscriptions=1)
+        table.open(CONNECTION, tenant=TENANT)
+        first = routes.message(CONNECTION, '{"action": "subscribe", "sessionId": "s-demo"}')
+        again = routes.message(CONNECTION, '{"action": "subscribe", "sessionId": "s-demo"}')
+        second = routes.message(CONNECTION, '{"action": "subscribe", "sessionId": "s-other"}')
+        set_runtime(None)
+    assert first is not None and first["type"] == "subscribed"
+    assert again is not None and again["type"] == "subscribed"
+    assert second == {"type": "error", "error": "Too many subscriptions on this connection (at most 1)"}
+
+
+# ------------------------------------------------------------------ authorizer
+
+
+@pytest.fixture(scope="module")
+def issuer() -> Iterator[LocalIssuer]:
+    with serve_issuer() as issuer:
+        yield issuer
+
+
+@pytest.fixture
+def tokens(issuer: LocalIssuer) -> Iterator[dict[str, str]]:
+    import threadloom_websocket_authorizer
+
+    threadloom_websocket_authorizer.set_verifier(JwtVerifier(JwtSettings(issuer=issuer.issuer, audiences=(AUDIENCE,))))
+    valid = issuer.token(sub=TENANT)
+    header, _payload, signature = valid.split(".")
+    yield {
+        "valid": valid,
+        "expired": issuer.token(sub=TENANT, exp=int(time.time()) - 60),
+        "wrong-audience": issuer.token(sub=TENANT, aud="another-app"),
+        "wrong-issuer": issuer.token(sub=TENANT, iss="https://issuer.invalid"),
+        "alg-none": unsigned_token(
+            {"iss": issuer.issuer, "aud": AUDIENCE, "sub": TENANT, "exp": 1893456000}, issuer.kid
+        ),
+        "tampered": f"{header}.{issuer.token(sub=OTHER_TENANT).split('.')[1]}.{signature}",
+    }
+    threadloom_websocket_authorizer.set_verifier(None)
+
+
+@pytest.mark.parametrize("name", AUTHORIZER_EVENTS)
+def test_authorizer_event_gives_expected_policy(name: str, tokens: dict[str, str]) -> None:
+    policy = invoke_authorizer(with_tokens(load_event(name), tokens))
+    assert policy == load_expected(name)
+
+
+def test_a_token_without_the_tenant_claim_is_denied(issuer: LocalIssuer, tokens: dict[str, str]) -> None:
+    event = with_tokens(load_event("authorize_header"), {"valid": issuer.token(sub=None)})
+    statement: dict[str, Any] = invoke_authorizer(event)["policyDocument"]["Statement"][0]
+    assert statement["Effect"] == "Deny"
