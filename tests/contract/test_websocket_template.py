@@ -23,7 +23,8 @@ def of_type(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
 
 
 def statements(function: dict[str, Any]) -> list[dict[str, Any]]:
-    return [s for policy in function["Properties"].get("Policies", []) if "Statement" in policy for s in policy["Statement"]]
+    policies = function["Properties"].get("Policies", [])
+    return [statement for policy in policies if "Statement" in policy for statement in policy["Statement"]]
 
 
 def test_the_api_routes_on_the_action_field(template: dict[str, Any]) -> None:
