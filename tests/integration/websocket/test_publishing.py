@@ -14,7 +14,7 @@ from threadloom.live.aws.connections import ConnectionsTable
 from threadloom.live.aws.publisher import ManagementApiPublisher
 
 from tests.integration.compaction.sqs_lambda import event_from_requests
-from tests.support.api import ROOT, SEED, TENANT, invoke, load_event
+from tests.support.api import SEED, TENANT, invoke, load_event
 from tests.support.connections import CONNECTIONS_TABLE, create_connections_table
 from tests.support.management_api import RecordingManagementApi
 from tests.support.messages import text_message
@@ -25,11 +25,18 @@ if TYPE_CHECKING:
 
 ENDPOINT = "https://abc123.execute-api.eu-west-1.amazonaws.com/dev"
 SESSION = "s-demo"
+PROFILE = """
+blocks:
+  - {label: memory, kind: writable, max_tokens: 1100}
+compaction: {threshold: 100000, protect_head: 1, tail_token_budget: 30, min_tail_messages: 2}
+"""
 
 
 @pytest.fixture
 def live(tmp_path: Path) -> Iterator[tuple[Runtime, ConnectionsTable, RecordingManagementApi]]:
     """A runtime publishing through a recording Management API, with a watcher and a gone connection on s-demo."""
+    profile = tmp_path / "profile.yaml"
+    profile.write_text(PROFILE, encoding="utf-8")
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
         create_connections_table(client)
@@ -37,7 +44,7 @@ def live(tmp_path: Path) -> Iterator[tuple[Runtime, ConnectionsTable, RecordingM
         api = RecordingManagementApi(gone={"c-gone"})
         runtime = Runtime(
             Settings(sqlite_path=str(tmp_path / "api.db"), compaction_mode="inline"),
-            profile=load_profile(ROOT / "docs" / "examples" / "quick-compaction.yaml"),
+            profile=load_profile(profile),
             publisher=ManagementApiPublisher(table, ENDPOINT, client=api),  # type: ignore[arg-type]
         )
         runtime.store.registry(TENANT).create("Pirate taxes", session_id=SESSION)
@@ -65,8 +72,8 @@ def test_an_append_through_the_api_function_is_published(
     # Then the watcher got the new status and the change notice, with no message content
     events = api.events_for("c-watch")
     assert "session_status" in types(events) and "session_changed" in types(events)
-    change = next(event for event in events if event["type"] == "session_changed")
-    assert change["change"] == "append" and change["sessionId"] == SESSION
+    changes = [event for event in events if event["type"] == "session_changed"]
+    assert {"type": "session_changed", "sessionId": SESSION, "change": "append", "leafId": "m5"} in changes
     status_event = next(event for event in events if event["type"] == "session_status")
     assert status_event["phase"] == "idle" and status_event["tokenEstimate"] > 0
     assert all("parts" not in event and "text" not in event for event in events)
