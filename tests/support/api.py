@@ -82,4 +82,9 @@ def invoke(event: dict[str, Any]) -> tuple[int, Any]:
 
     response = lambda_handler(event, FakeLambdaContext())  # type: ignore[arg-type]
     body = response.get("body")
+    content_type = {key.lower(): value for key, value in (response.get("headers") or {}).items()}.get(
+        "content-type", ""
+    )
+    if body and not content_type.startswith("application/json"):
+        return int(response["statusCode"]), body  # the inspector's HTML, JavaScript and CSS
     return int(response["statusCode"]), json.loads(body) if body else None

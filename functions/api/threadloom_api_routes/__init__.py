@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
-from threadloom_api_routes import compaction, context, health, history, messages, sessions
+from threadloom_api_routes import compaction, context, health, history, inspector, messages, sessions
 
-ROUTERS = (sessions.router, messages.router, history.router, context.router, compaction.router, health.router)
+ROUTERS = (
+    sessions.router,
+    messages.router,
+    history.router,
+    context.router,
+    compaction.router,
+    health.router,
+    inspector.router,
+)
 
 __all__ = ["ROUTERS"]

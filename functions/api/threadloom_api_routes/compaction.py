@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from threadloom.api import service
-from threadloom.api.models import CompactIn, CompactionList, SplitIn
+from threadloom.api.models import CompactIn, CompactionList, MessageList, SplitIn
 from threadloom.api.runtime import get_runtime
 
 from threadloom_api_routes.common import ERROR_RESPONSES, json_response, manager, new_router
@@ -30,6 +30,16 @@ def compact(sessionId: str, body: Annotated[CompactIn | None, Body()] = None) ->
 @router.get("/sessions/<sessionId>/compactions", summary="Compaction overlays", tags=["compaction"])
 def compactions(sessionId: str) -> CompactionList:
     return service.compactions(manager(router), sessionId)
+
+
+@router.get(
+    "/sessions/<sessionId>/compactions/<compactionId>/originals",
+    summary="The original messages an overlay replaces (its id with or without the compaction_ prefix)",
+    tags=["compaction"],
+    responses=ERROR_RESPONSES,
+)
+def compaction_originals(sessionId: str, compactionId: str) -> MessageList:
+    return service.compaction_originals(manager(router), sessionId, compactionId)
 
 
 @router.post(

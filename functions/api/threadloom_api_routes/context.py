@@ -9,6 +9,7 @@ from threadloom.api import service
 from threadloom.api.models import (
     ContextBlockList,
     ContextBlockOut,
+    ContextWindowOut,
     ContextWrite,
     SystemPromptOut,
     ToolCallIn,
@@ -16,6 +17,7 @@ from threadloom.api.models import (
     ToolFormat,
     ToolsOut,
 )
+from threadloom.api.runtime import get_runtime
 
 from threadloom_api_routes.common import ERROR_RESPONSES, limits, manager, new_router
 
@@ -42,6 +44,17 @@ def write_block(sessionId: str, label: str, body: Annotated[ContextWrite, Body()
     return service.write_context_block(
         manager(router), sessionId, label, content=body.content, mode=body.mode, limits=limits()
     )
+
+
+@router.get(
+    "/sessions/<sessionId>/context-window",
+    summary="Token breakdown (prompt, blocks, history) against the threshold; frozen vs fresh prompt",
+    tags=["context"],
+    responses=ERROR_RESPONSES,
+)
+def context_window(sessionId: str) -> ContextWindowOut:
+    compaction = get_runtime().profile.compaction
+    return service.context_window(manager(router), sessionId, compaction.threshold if compaction.enabled else None)
 
 
 @router.get("/sessions/<sessionId>/system-prompt", summary="The frozen system prompt", tags=["context"])

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from threadloom.api import service
-from threadloom.api.models import HistoryPage, SearchOut
+from threadloom.api.models import BranchPointList, HistoryPage, SearchOut
 
 from threadloom_api_routes.common import ERROR_RESPONSES, limits, manager, new_router
 
@@ -28,6 +28,16 @@ def history(
     cursor: Annotated[str | None, Query()] = None,
 ) -> HistoryPage:
     return service.history(manager(router), sessionId, limits(), leaf_id=leafId, limit=limit, cursor=cursor)
+
+
+@router.get(
+    "/sessions/<sessionId>/branch-points",
+    summary="Messages with several children, each child with the latest leaf under it",
+    tags=["history"],
+    responses=ERROR_RESPONSES,
+)
+def branch_points(sessionId: str) -> BranchPointList:
+    return service.branch_points(manager(router), sessionId)
 
 
 @router.get("/sessions/<sessionId>/search", summary="Search one session", tags=["history"])

@@ -12,6 +12,7 @@ import argparse
 import base64
 import os
 import sys
+import threading
 import uuid
 from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -20,6 +21,9 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 LOCAL_TENANT = "local"
+# Powertools' resolver keeps the current event on the (global) app, so two requests must never be
+# inside the handler at once; Lambda runs one request per environment at a time anyway.
+HANDLER_LOCK = threading.Lock()
 MAX_BODY_BYTES = 6 * 1024 * 1024
 EXAMPLE_SKILLS = {
     "pirate": ("Talk like a pirate", 'Answer in pirate speak: say "arr", call the user "matey".'),
@@ -100,7 +104,8 @@ class Handler(BaseHTTPRequestHandler):
             return
         body = self.rfile.read(length) if length else b""
         event = to_event(self.command, self.path, dict(self.headers.items()), body, self.tenant)
-        result = lambda_handler(event, _Context())
+        with HANDLER_LOCK:
+            result = lambda_handler(event, _Context())
         payload = result.get("body") or ""
         data = base64.b64decode(payload) if result.get("isBase64Encoded") else payload.encode("utf-8")
         self._write(int(result.get("statusCode", 500)), dict(result.get("headers") or {}), data)

@@ -140,6 +140,24 @@ class HistoryPage(ApiModel):
     next_cursor: str | None = None
 
 
+class BranchOut(ApiModel):
+    """A child of a branching message and the latest leaf under it (pass it as ``leafId`` to history)."""
+
+    id: str
+    leaf_id: str
+
+
+class BranchPointOut(ApiModel):
+    parent_id: str | None
+    children: list[BranchOut]
+
+
+class BranchPointList(ApiModel):
+    """Every message with more than one child (``parentId: null``: several roots)."""
+
+    branch_points: list[BranchPointOut]
+
+
 class MessagesDeleted(ApiModel):
     deleted: list[str]
 
@@ -259,6 +277,31 @@ class SystemPromptOut(ApiModel):
     system_prompt: str
 
 
+class BlockUsage(ApiModel):
+    label: str
+    tokens: int
+    max_tokens: int | None
+
+
+class ContextWindowOut(ApiModel):
+    """What the model will see and how close the session is to compacting (the token heuristic's figures).
+
+    ``frozenPrompt`` is the stored system prompt (null until first frozen), ``freshPrompt`` a render
+    of the blocks as they are now (nothing stored); ``totalTokens`` is the auto-compaction estimate:
+    the prompt as the estimate sees it plus the history with overlays applied.
+    """
+
+    frozen_prompt: str | None
+    fresh_prompt: str
+    system_prompt_tokens: int
+    blocks: list[BlockUsage]
+    history_tokens: int
+    history_messages: int
+    total_tokens: int
+    threshold: int | None
+    loaded_skills: list[str]
+
+
 ToolFormat = Literal["json-schema", "bedrock", "openai", "anthropic"]
 
 
@@ -294,12 +337,17 @@ class ErrorOut(ApiModel):
 __all__ = [
     "AppendIn",
     "AppendOut",
+    "BlockUsage",
+    "BranchOut",
+    "BranchPointList",
+    "BranchPointOut",
     "CompactIn",
     "CompactOut",
     "CompactionList",
     "CompactionOut",
     "ContextBlockList",
     "ContextBlockOut",
+    "ContextWindowOut",
     "ContextWrite",
     "Deleted",
     "ErrorBody",

@@ -14,11 +14,16 @@ from typing import TYPE_CHECKING, Any
 
 from threadloom.api.models import (
     AppendOut,
+    BlockUsage,
+    BranchOut,
+    BranchPointList,
+    BranchPointOut,
     CompactionList,
     CompactionOut,
     CompactOut,
     ContextBlockList,
     ContextBlockOut,
+    ContextWindowOut,
     HistoryPage,
     LeafOut,
     MessageList,
@@ -31,9 +36,13 @@ from threadloom.api.models import (
     ToolCallOut,
     ToolsOut,
 )
+from threadloom.compaction.markers import COMPACTION_PREFIX
 from threadloom.compaction.queue import CompactionRequest
+from threadloom.core.branch_points import branch_points as find_branch_points
+from threadloom.core.prompt import render_prompt
 from threadloom.errors import NotFoundError, ValidationError
 from threadloom.records import OMITTED
+from threadloom.tokens import estimate_message_tokens, estimate_string_tokens
 from threadloom.tools.formats import to_anthropic_tools, to_bedrock_tool_config, to_openai_tools
 
 if TYPE_CHECKING:
@@ -213,6 +222,23 @@ def history(
     return HistoryPage(messages=page, leaf_id=leaf_id, total=len(messages), next_cursor=next_cursor)
 
 
+def branch_points(manager: SessionManager, session_id: str) -> BranchPointList:
+    """Where the session's tree branches, from one read of its skeleton (no message content)."""
+    storage = require_session(manager, session_id).storage
+    skeleton = getattr(storage, "get_tree_skeleton", None)
+    if not callable(skeleton):
+        raise ValidationError("This session storage cannot list its branch points")
+    return BranchPointList(
+        branch_points=[
+            BranchPointOut(
+                parent_id=point.parent_id,
+                children=[BranchOut(id=child.id, leaf_id=child.leaf_id) for child in point.children],
+            )
+            for point in find_branch_points(skeleton())
+        ]
+    )
+
+
 def leaf(manager: SessionManager, session_id: str) -> LeafOut:
     return LeafOut(message=require_session(manager, session_id).get_latest_leaf())
 
@@ -280,6 +306,23 @@ def compactions(manager: SessionManager, session_id: str) -> CompactionList:
     return CompactionList(compactions=[CompactionOut.of(item) for item in manager.get_compactions(session_id)])
 
 
+def compaction_originals(manager: SessionManager, session_id: str, compaction_id: str) -> MessageList:
+    """The stored messages an overlay replaces, ``from`` to ``to`` inclusive, as they were appended."""
+    session = require_session(manager, session_id)
+    wanted = compaction_id.removeprefix(COMPACTION_PREFIX)
+    found = next((item for item in session.get_compactions() if item.id == wanted), None)
+    if found is None:
+        raise NotFoundError(f"Compaction {compaction_id!r} not found in session {session_id!r}")
+    raw_path = getattr(session.storage, "get_raw_path", None)
+    if not callable(raw_path):
+        raise ValidationError("This session storage cannot read the originals of a compaction")
+    path: list[Message] = raw_path(found.to_message_id)
+    start = next((index for index, message in enumerate(path) if message.get("id") == found.from_message_id), None)
+    if start is None:
+        raise NotFoundError(f"The start of compaction {compaction_id!r} is no longer stored")
+    return MessageList(messages=path[start:])
+
+
 def split(manager: SessionManager, session_id: str, summary: str, name: str | None) -> SessionOut:
     return SessionOut.of(manager.compact_and_split(session_id, summary, name))
 
@@ -314,6 +357,31 @@ def write_context_block(
     if mode == "append":
         return ContextBlockOut.of(session.append_context_block(label, content))
     return ContextBlockOut.of(session.replace_context_block(label, content))
+
+
+def context_window(manager: SessionManager, session_id: str, threshold: int | None) -> ContextWindowOut:
+    """The breakdown behind the auto-compaction estimate, and the frozen prompt beside a fresh render.
+
+    Reads only: nothing is frozen or refreshed here, so looking never changes what the model sees.
+    """
+    session = require_session(manager, session_id)
+    blocks = session.get_context_blocks()
+    store = session.blocks.prompt_store
+    frozen = store.get() if store is not None else None
+    prompt_tokens = estimate_string_tokens(session.blocks.system_prompt_for_estimate())
+    incremental = getattr(session.storage, "get_token_estimate", None)
+    history_tokens = int(incremental()) if callable(incremental) else estimate_message_tokens(session.get_history())
+    return ContextWindowOut(
+        frozen_prompt=frozen,
+        fresh_prompt=render_prompt(blocks),
+        system_prompt_tokens=prompt_tokens,
+        blocks=[BlockUsage(label=block.label, tokens=block.tokens, max_tokens=block.max_tokens) for block in blocks],
+        history_tokens=history_tokens,
+        history_messages=session.get_path_length(),
+        total_tokens=prompt_tokens + history_tokens,
+        threshold=threshold,
+        loaded_skills=sorted(session.get_loaded_skill_keys()),
+    )
 
 
 def system_prompt(manager: SessionManager, session_id: str, *, refresh: bool = False) -> SystemPromptOut:
@@ -357,13 +425,16 @@ def call_tool(manager: SessionManager, session_id: str, tool_name: str, argument
 __all__ = [
     "add_usage",
     "append",
+    "branch_points",
     "branches",
     "call_tool",
     "clear",
     "compact",
+    "compaction_originals",
     "compactions",
     "context_block",
     "context_blocks",
+    "context_window",
     "create_session",
     "decode_cursor",
     "delete_message",

@@ -35,6 +35,7 @@ class SqlDialect:
     delete_message: ClassVar[str]
     get_children: ClassVar[str]
     get_child_ids: ClassVar[str]
+    tree_skeleton: ClassVar[str]
     reparent_message: ClassVar[str]
     set_estimate: ClassVar[str]
     path_rows: ClassVar[str]

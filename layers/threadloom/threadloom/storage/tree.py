@@ -80,6 +80,12 @@ class SqlSessionProvider:
             rows = tx.query(self._sql.get_children, self._params(id=message_id))
         return [message for (content,) in rows if (message := parse_stored_message(content)) is not None]
 
+    def get_tree_skeleton(self) -> list[tuple[str, str | None]]:
+        """Every message's ``(id, parent_id)`` in insertion order, without content (one query)."""
+        with self._database.read() as tx:
+            rows = tx.query(self._sql.tree_skeleton, self._params())
+        return [(str(row[0]), None if row[1] is None else str(row[1])) for row in rows]
+
     def get_path_length(self, leaf_id: str | None = None) -> int:
         """Raw number of rows root→leaf (overlays ignored, as in the reference); O(1) via the stored depth."""
         with self._database.read() as tx:

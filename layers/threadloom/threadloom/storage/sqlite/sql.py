@@ -58,6 +58,7 @@ class SqliteSql(SqlDialect):
     delete_message = "DELETE FROM threadloom_messages WHERE session_id = :sid AND id = :id"
     get_children = "SELECT content FROM threadloom_messages WHERE session_id = :sid AND parent_id = :id ORDER BY seq"
     get_child_ids = "SELECT id FROM threadloom_messages WHERE session_id = :sid AND parent_id = :id ORDER BY seq"
+    tree_skeleton = "SELECT id, parent_id FROM threadloom_messages WHERE session_id = :sid ORDER BY seq"
     reparent_message = "UPDATE threadloom_messages SET parent_id = :parent_id WHERE session_id = :sid AND id = :id"
     set_estimate = (
         "UPDATE threadloom_messages SET depth = :depth, path_tokens = :path_tokens WHERE session_id = :sid AND id = :id"

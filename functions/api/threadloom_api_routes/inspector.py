@@ -1,0 +1,49 @@
+"""The session inspector page: ``/`` and its files under ``/inspector/`` (no tenant: the page asks for a token)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+from threadloom.errors import NotFoundError
+from threadloom.inspector import CONFIG_NAME, CONTENT_SECURITY_POLICY, INDEX, read_asset
+
+from threadloom_api_routes.common import json_response, new_router
+
+router = new_router()
+LOCAL_API_ID = "local"  # the local server's events say so (threadloom.local_server.to_event)
+LOCAL_WEBSOCKET_PATH = "/ws"
+HEADERS = {
+    "cache-control": "no-cache",
+    "content-security-policy": CONTENT_SECURITY_POLICY,
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+}
+
+
+def _serve(name: str) -> Response[Any]:
+    asset = read_asset(name)
+    if asset is None:
+        raise NotFoundError(f"No inspector file named {name!r}")
+    return Response(status_code=200, content_type=asset.content_type, body=asset.body, headers=dict(HEADERS))
+
+
+def _config() -> Response[Any]:
+    """Where the live channel is: ``THREADLOOM_WEBSOCKET_URL`` when deployed, ``/ws`` on the local server."""
+    url = os.environ.get("THREADLOOM_WEBSOCKET_URL", "").strip() or None
+    if url is None and router.current_event.request_context.api_id == LOCAL_API_ID:
+        url = LOCAL_WEBSOCKET_PATH
+    response = json_response(200, {"websocketUrl": url})
+    response.headers.update(HEADERS)
+    return response
+
+
+@router.get("/", summary="The session inspector page", tags=["inspector"], include_in_schema=False)
+def index() -> Response[Any]:
+    return _serve(INDEX)
+
+
+@router.get("/inspector/<asset>", summary="A file of the inspector", tags=["inspector"], include_in_schema=False)
+def asset(asset: str) -> Response[Any]:
+    return _config() if asset == CONFIG_NAME else _serve(asset)
