@@ -29,11 +29,26 @@ def _serve(name: str) -> Response[Any]:
     return Response(status_code=200, content_type=asset.content_type, body=asset.body, headers=dict(HEADERS))
 
 
+def websocket_url() -> str | None:
+    """Where a browser connects for live status.
+
+    ``THREADLOOM_WEBSOCKET_URL`` when set; else the WebSocket API whose management endpoint the
+    stack gives the function (``https://…/stage`` is ``wss://…/stage`` for clients); ``/ws`` on
+    the local server; otherwise none (the page polls).
+    """
+    explicit = os.environ.get("THREADLOOM_WEBSOCKET_URL", "").strip()
+    if explicit:
+        return explicit
+    endpoint = os.environ.get("THREADLOOM_WEBSOCKET_ENDPOINT", "").strip()
+    if endpoint.startswith("https://"):
+        return "wss://" + endpoint.removeprefix("https://")
+    if router.current_event.request_context.api_id == LOCAL_API_ID:
+        return LOCAL_WEBSOCKET_PATH
+    return None
+
+
 def _config() -> Response[Any]:
-    """Where the live channel is: ``THREADLOOM_WEBSOCKET_URL`` when deployed, ``/ws`` on the local server."""
-    url = os.environ.get("THREADLOOM_WEBSOCKET_URL", "").strip() or None
-    if url is None and router.current_event.request_context.api_id == LOCAL_API_ID:
-        url = LOCAL_WEBSOCKET_PATH
+    url = websocket_url()
     response = json_response(200, {"websocketUrl": url})
     response.headers.update(HEADERS)
     return response

@@ -58,7 +58,11 @@ def test_config_names_the_live_channel(tmp_path: Path, monkeypatch: pytest.Monke
     seeded_runtime(tmp_path)
     # Deployed without a WebSocket API: none
     assert request("GET", "/inspector/config.json", page=True)[1] == {"websocketUrl": None}
-    # With one configured: its URL
+    # With the stack's WebSocket API (its management endpoint): the same address over wss
+    monkeypatch.setenv("THREADLOOM_WEBSOCKET_ENDPOINT", "https://abc.execute-api.eu-west-1.amazonaws.com/dev")
+    expected = {"websocketUrl": "wss://abc.execute-api.eu-west-1.amazonaws.com/dev"}
+    assert request("GET", "/inspector/config.json", page=True)[1] == expected
+    # An explicit URL wins
     monkeypatch.setenv("THREADLOOM_WEBSOCKET_URL", "wss://ws.example.com/live")
     assert request("GET", "/inspector/config.json", page=True)[1] == {"websocketUrl": "wss://ws.example.com/live"}
 
