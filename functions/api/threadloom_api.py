@@ -2,40 +2,61 @@
 
 from __future__ import annotations
 
+import json
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from aws_lambda_powertools.logging import correlation_paths
+from threadloom.api.edge import check_event, cors_config
 from threadloom.api.idempotency import register_lambda_context
 from threadloom.api.observability import logger, metrics, tracer
-from threadloom_api_errors import register_error_handlers
+from threadloom.api.runtime import get_runtime
+from threadloom.errors import ThreadloomError
+from threadloom_api_errors import error_for, register_error_handlers
 from threadloom_api_routes import ROUTERS
+from threadloom_api_routes.common import SECURITY, SECURITY_SCHEMES
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
 TITLE = "Threadloom"
 VERSION = "0.1.0"
+CORS = cors_config()
 
 app = APIGatewayHttpResolver(
-    enable_validation=True, response_validation_error_http_code=HTTPStatus.INTERNAL_SERVER_ERROR
+    cors=CORS, enable_validation=True, response_validation_error_http_code=HTTPStatus.INTERNAL_SERVER_ERROR
 )
 register_error_handlers(app)
 for router in ROUTERS:
     app.include_router(router)
 
 
+def openapi_document() -> dict[str, Any]:
+    return app.get_openapi_schema(
+        title=TITLE, version=VERSION, security_schemes=SECURITY_SCHEMES, security=SECURITY
+    ).model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
 def openapi_json() -> str:
     """The OpenAPI 3.1 document (also exported to ``openapi.json`` by ``scripts/export_openapi.py``)."""
-    return app.get_openapi_json_schema(title=TITLE, version=VERSION)
+    return json.dumps(openapi_document(), indent=2)
 
 
 @app.get("/openapi.json", include_in_schema=False)
 def openapi() -> dict[str, Any]:
-    return app.get_openapi_schema(title=TITLE, version=VERSION).model_dump(
-        mode="json", by_alias=True, exclude_none=True
-    )
+    return openapi_document()
+
+
+def refused(event: dict[str, Any], error: ThreadloomError) -> dict[str, Any]:
+    """The error envelope for a request refused before routing (with CORS headers when configured)."""
+    status, code = error_for(error)
+    headers = {"Content-Type": "application/json"}
+    if CORS is not None:
+        origin = next((value for key, value in (event.get("headers") or {}).items() if key.lower() == "origin"), None)
+        headers.update(CORS.to_dict(origin))
+    body = json.dumps({"error": {"code": code, "message": str(error)}})
+    return {"statusCode": status.value, "headers": headers, "body": body, "isBase64Encoded": False}
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
@@ -43,4 +64,15 @@ def openapi() -> dict[str, Any]:
 @tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     register_lambda_context(context)
+    try:
+        check_event(event, get_runtime().limits)
+    except ThreadloomError as error:
+        logger.info("request refused before routing", error_type=type(error).__name__)
+        return refused(event, error)
+    http = event.get("requestContext", {}).get("http", {})
+    if str(http.get("method", "")).upper() == "HEAD":
+        # HEAD is GET without the body: same status and headers (API Gateway sets Content-Length).
+        get_event = {**event, "requestContext": {**event["requestContext"], "http": {**http, "method": "GET"}}}
+        response = app.resolve(get_event, context)
+        return {**response, "body": "", "isBase64Encoded": False}
     return app.resolve(event, context)

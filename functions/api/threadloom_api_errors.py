@@ -17,13 +17,14 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyAlreadyInProgressError,
     IdempotencyValidationError,
 )
-from threadloom.api.exceptions import PayloadTooLargeError, UnauthenticatedError
+from threadloom.api.exceptions import PayloadTooLargeError, UnauthenticatedError, UnsupportedMediaTypeError
 from threadloom.api.observability import logger
 from threadloom.errors import (
     BlockLimitError,
     CompactionError,
     ConflictError,
     NotFoundError,
+    QuotaExceededError,
     ReadOnlyBlockError,
     SessionBusyError,
     SkillStoreError,
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
 # Most specific first: handlers are looked up along each exception's MRO.
 MAPPING: tuple[tuple[type[Exception], HTTPStatus, str], ...] = (
     (PayloadTooLargeError, HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "payload_too_large"),
+    (UnsupportedMediaTypeError, HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"),
     (ValidationError, HTTPStatus.BAD_REQUEST, "bad_request"),
     (UnauthenticatedError, HTTPStatus.UNAUTHORIZED, "unauthorized"),
     (NotFoundError, HTTPStatus.NOT_FOUND, "not_found"),
@@ -47,6 +49,7 @@ MAPPING: tuple[tuple[type[Exception], HTTPStatus, str], ...] = (
     (IdempotencyAlreadyInProgressError, HTTPStatus.CONFLICT, "idempotency_in_progress"),
     (ReadOnlyBlockError, HTTPStatus.CONFLICT, "read_only_block"),
     (BlockLimitError, HTTPStatus.CONFLICT, "block_limit_exceeded"),
+    (QuotaExceededError, HTTPStatus.CONFLICT, "quota_exceeded"),
     (CompactionError, HTTPStatus.CONFLICT, "compaction_failed"),
     (SessionBusyError, HTTPStatus.SERVICE_UNAVAILABLE, "session_busy"),
     (StorageTimeoutError, HTTPStatus.SERVICE_UNAVAILABLE, "storage_timeout"),
@@ -58,6 +61,29 @@ IDEMPOTENCY_MESSAGES = {
     "idempotency_key_reused": "This Idempotency-Key was already used with a different request body",
     "idempotency_in_progress": "A request with this Idempotency-Key is still in progress",
 }
+
+
+def error_for(error: Exception) -> tuple[HTTPStatus, str]:
+    """The status and code of an error refused outside the resolver (most specific mapping first)."""
+    for exc_type, status, code in MAPPING:
+        if isinstance(error, exc_type):
+            return status, code
+    return HTTPStatus.BAD_REQUEST, "bad_request"
+
+
+def describe_problem(item: Any) -> str:
+    """One schema problem in words: where (``message.parts``, ``query limit``) and what is wrong."""
+    location = [str(part) for part in item.get("loc", ())]
+    source = location[0] if location else ""
+    path = ".".join(location[1:])
+    message = str(item.get("msg") or item.get("type") or "invalid")
+    if source == "body":
+        where = f"body field {path!r}" if path else "body"
+    elif source in ("query", "path", "header"):
+        where = f"{source} parameter {path!r}"
+    else:
+        where = ".".join(location) or "request"
+    return f"{where}: {message[:1].lower()}{message[1:]}"
 
 
 def error_response(status: HTTPStatus, code: str, message: str, *, retry_after: int | None = None) -> Response[Any]:
@@ -79,13 +105,9 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
         app.exception_handler(exc_type)(handle)
 
     def schema_error(error: RequestValidationError) -> Response[Any]:
-        problems = [
-            f"{'.'.join(str(p) for p in item.get('loc', ()))}: {item.get('msg', item.get('type'))}"
-            for item in error.errors()
-        ]
-        return error_response(
-            HTTPStatus.UNPROCESSABLE_ENTITY, "invalid_request", "; ".join(problems) or "Invalid request"
-        )
+        problems = [describe_problem(item) for item in error.errors()]
+        message = "The request does not match the API schema: " + ("; ".join(problems) or "invalid request")
+        return error_response(HTTPStatus.UNPROCESSABLE_ENTITY, "invalid_request", message)
 
     app.exception_handler(RequestValidationError)(schema_error)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,15 +53,15 @@ SEED = [
 ]
 
 
-def seeded_runtime(tmp_path: Path, **settings: Any) -> tuple[Runtime, RecordingQueue]:
-    """A fresh SQLite runtime with ``s-demo`` (4 messages) and ``s-other`` (about parrots) for ``user-123``."""
+def seeded_runtime(tmp_path: Path, store: Any = None, **settings: Any) -> tuple[Runtime, RecordingQueue]:
+    """A fresh runtime (SQLite unless ``store`` is given): ``s-demo`` (4 messages) and ``s-other`` of ``user-123``."""
     skills = tmp_path / "skills"
     skills.mkdir(exist_ok=True)
     (skills / "pirate.md").write_text("---\ndescription: Talk like a pirate\n---\nSay arr.\n", encoding="utf-8")
     queue = RecordingQueue()
     runtime = Runtime(
         Settings(skills_dir=str(skills), sqlite_path=str(tmp_path / "api.db"), **settings),
-        store=SqliteStore(str(tmp_path / "api.db")),
+        store=store if store is not None else SqliteStore(str(tmp_path / "api.db")),
         queue=queue,
     )
     registry = runtime.store.registry(TENANT)
@@ -88,3 +89,52 @@ def invoke(event: dict[str, Any]) -> tuple[int, Any]:
     if body and not content_type.startswith("application/json"):
         return int(response["statusCode"]), body  # the inspector's HTML, JavaScript and CSS
     return int(response["statusCode"]), json.loads(body) if body else None
+
+
+def gateway_event(
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    raw_body: bytes | None = None,
+    query: dict[str, str] | None = None,
+    tenant: Any = TENANT,
+    headers: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """An event exactly as an API Gateway HTTP API (payload 2.0, JWT authorizer) hands it to the function.
+
+    ``path`` is given as the client typed it (percent-encoded); API Gateway passes ``rawPath``
+    percent-decoded and cut at the first decoded ``?``, so this does the same. A ``raw_body``
+    that is not UTF-8 arrives base64-encoded with ``isBase64Encoded: true``.
+    """
+    from urllib.parse import quote, unquote
+
+    decoded = unquote(path).split("?", 1)[0]
+    event = json.loads((EVENTS / "get_session.json").read_text(encoding="utf-8"))
+    event["routeKey"] = event["requestContext"]["routeKey"] = "$default"
+    event["rawPath"] = event["requestContext"]["http"]["path"] = decoded
+    event["requestContext"]["http"]["method"] = method
+    event["rawQueryString"] = "&".join(
+        f"{quote(k, errors='surrogatepass')}={quote(v, errors='surrogatepass')}" for k, v in (query or {}).items()
+    )
+    if query:
+        event["queryStringParameters"] = dict(query)
+    claims = event["requestContext"]["authorizer"]["jwt"]["claims"]
+    if tenant is None:
+        del claims["sub"]
+    else:
+        claims["sub"] = tenant
+    event["headers"].update({key.lower(): value for key, value in (headers or {}).items()})
+    if raw_body is not None:
+        try:
+            event["body"], event["isBase64Encoded"] = raw_body.decode("utf-8"), False
+        except UnicodeDecodeError:
+            event["body"], event["isBase64Encoded"] = base64.b64encode(raw_body).decode("ascii"), True
+    elif body is not None:
+        event["body"] = json.dumps(body)
+    return event  # type: ignore[no-any-return]
+
+
+def call(method: str, path: str, body: Any = None, **options: Any) -> tuple[int, Any]:
+    """Invoke the handler with :func:`gateway_event` and parse the answer."""
+    return invoke(gateway_event(method, path, body, **options))

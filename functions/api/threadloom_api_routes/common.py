@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel
 from threadloom.api.idempotency import run_idempotent
@@ -16,22 +17,56 @@ from threadloom.api.tenancy import tenant_from_claims
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from aws_lambda_powertools.event_handler.openapi.models import SecurityScheme
     from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
     from threadloom.core.limits import Limits
     from threadloom.core.manager import SessionManager
 
-ERROR_RESPONSES: dict[int, OpenAPIResponse] = {
-    code: {"description": text, "content": {"application/json": {"model": ErrorOut}}}
-    for code, text in (
-        (400, "Bad input"),
-        (401, "No tenant claim"),
-        (404, "Not found (or another tenant's)"),
-        (409, "Precondition or idempotency conflict"),
-        (413, "Too large"),
-        (422, "Request does not match the schema"),
-        (503, "Storage unavailable"),
+ERROR_DESCRIPTIONS: dict[int, str] = {
+    400: "Bad input: text rules, id alphabet, limits, invalid JSON or a body that is not UTF-8",
+    401: "No usable tenant claim in the JWT",
+    404: "No such session, message, block or tool (or another tenant's)",
+    409: "A precondition, quota, block state or Idempotency-Key conflict",
+    413: "A message, block, entry or body over its size limit",
+    415: "The request body is not application/json",
+    422: "The request does not match the API schema",
+    500: "Unexpected server error (never expected: reported with a request id)",
+    503: "Storage or the skill store is unavailable; retrying may help",
+}
+ANY = (400, 401, 422, 500, 503)
+"""What every operation can answer: bad text in the path or query, no tenant, schema mismatch, outages."""
+SESSION = (*ANY, 404)
+"""Operations under ``/sessions/{sessionId}``."""
+BODY = (413, 415)
+"""Operations that take a JSON body."""
+SECURITY_SCHEMES: dict[str, SecurityScheme] = {
+    "bearerAuth": HTTPBearer(
+        bearerFormat="JWT",
+        description="A JWT verified by the HTTP API's authorizer; its tenant claim (default `sub`) scopes all data",
     )
 }
+SECURITY: list[dict[str, list[str]]] = [{"bearerAuth": []}]
+
+
+def responses(
+    status: int,
+    model: type[BaseModel],
+    description: str,
+    *errors: int,
+    also: dict[int, tuple[type[BaseModel], str]] | None = None,
+) -> dict[int, OpenAPIResponse]:
+    """Every status an operation can answer, each with its schema (success first, then the error envelope)."""
+    documented: dict[int, OpenAPIResponse] = {
+        status: {"description": description, "content": {"application/json": {"model": model}}}
+    }
+    for other, (other_model, other_description) in (also or {}).items():
+        documented[other] = {"description": other_description, "content": {"application/json": {"model": other_model}}}
+    for code in sorted(set(errors)):
+        documented[code] = {
+            "description": ERROR_DESCRIPTIONS[code],
+            "content": {"application/json": {"model": ErrorOut}},
+        }
+    return documented
 
 
 def new_router() -> APIGatewayHttpRouter:
@@ -42,7 +77,8 @@ def new_router() -> APIGatewayHttpRouter:
 def tenant(router: APIGatewayHttpRouter) -> str:
     """The tenant from the JWT claim the HTTP API authorizer verified (401 when absent)."""
     claims = router.current_event.request_context.authorizer.jwt_claim
-    value = tenant_from_claims(claims, get_runtime().settings.tenant_claim)
+    runtime = get_runtime()
+    value = tenant_from_claims(claims, runtime.settings.tenant_claim, runtime.limits)
     logger.append_keys(tenant=value)
     return value
 
@@ -70,11 +106,24 @@ def idempotent_write(
         return status, body.model_dump(mode="json", by_alias=True)
 
     event = router.current_event
-    scope = f"{tenant(router)}#{event.request_context.http.method} {event.raw_path}"
+    scope = (tenant(router), event.request_context.http.method, event.raw_path)
     status, body = run_idempotent(
         get_runtime().settings.idempotency_table, key, scope=scope, payload=payload, run=outcome
     )
     return json_response(status, body)
 
 
-__all__ = ["ERROR_RESPONSES", "idempotent_write", "json_response", "limits", "manager", "new_router", "tenant"]
+__all__ = [
+    "ANY",
+    "BODY",
+    "SECURITY",
+    "SECURITY_SCHEMES",
+    "SESSION",
+    "idempotent_write",
+    "json_response",
+    "limits",
+    "manager",
+    "new_router",
+    "responses",
+    "tenant",
+]

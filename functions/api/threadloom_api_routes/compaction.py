@@ -7,10 +7,10 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from threadloom.api import service
-from threadloom.api.models import CompactIn, CompactionList, MessageList, SplitIn
+from threadloom.api.models import CompactIn, CompactionList, CompactOut, MessageList, SessionOut, SplitIn
 from threadloom.api.runtime import get_runtime
 
-from threadloom_api_routes.common import ERROR_RESPONSES, json_response, manager, new_router
+from threadloom_api_routes.common import BODY, SESSION, json_response, manager, new_router, responses
 
 router = new_router()
 
@@ -19,7 +19,16 @@ router = new_router()
     "/sessions/<sessionId>/compact",
     summary="Compact now; 202 when handed to the compaction queue",
     tags=["compaction"],
-    responses={**ERROR_RESPONSES, 202: {"description": "Queued for the compaction worker"}},
+    operation_id="compactSession",
+    responses=responses(
+        200,
+        CompactOut,
+        "Compacted now (or nothing to compact)",
+        *SESSION,
+        *BODY,
+        409,
+        also={202: (CompactOut, "Queued for the compaction worker")},
+    ),
 )
 def compact(sessionId: str, body: Annotated[CompactIn | None, Body()] = None) -> Response[Any]:
     leaf_id = body.leaf_id if body is not None else None
@@ -27,7 +36,13 @@ def compact(sessionId: str, body: Annotated[CompactIn | None, Body()] = None) ->
     return json_response(202 if queued else 200, out)
 
 
-@router.get("/sessions/<sessionId>/compactions", summary="Compaction overlays", tags=["compaction"])
+@router.get(
+    "/sessions/<sessionId>/compactions",
+    summary="Compaction overlays",
+    tags=["compaction"],
+    operation_id="listCompactions",
+    responses=responses(200, CompactionList, "The session's overlays", *SESSION),
+)
 def compactions(sessionId: str) -> CompactionList:
     return service.compactions(manager(router), sessionId)
 
@@ -36,7 +51,8 @@ def compactions(sessionId: str) -> CompactionList:
     "/sessions/<sessionId>/compactions/<compactionId>/originals",
     summary="The original messages an overlay replaces (its id with or without the compaction_ prefix)",
     tags=["compaction"],
-    responses=ERROR_RESPONSES,
+    operation_id="listCompactionOriginals",
+    responses=responses(200, MessageList, "The replaced messages, oldest first", *SESSION),
 )
 def compaction_originals(sessionId: str, compactionId: str) -> MessageList:
     return service.compaction_originals(manager(router), sessionId, compactionId)
@@ -46,6 +62,8 @@ def compaction_originals(sessionId: str, compactionId: str) -> MessageList:
     "/sessions/<sessionId>/split",
     summary="End the session and continue in a new one seeded with a summary",
     tags=["compaction"],
+    operation_id="splitSession",
+    responses=responses(201, SessionOut, "The new session", *SESSION, *BODY),
 )
 def split(sessionId: str, body: Annotated[SplitIn, Body()]) -> Response[Any]:
     return json_response(201, service.split(manager(router), sessionId, body.summary, body.name))

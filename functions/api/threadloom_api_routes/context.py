@@ -19,17 +19,29 @@ from threadloom.api.models import (
 )
 from threadloom.api.runtime import get_runtime
 
-from threadloom_api_routes.common import ERROR_RESPONSES, limits, manager, new_router
+from threadloom_api_routes.common import BODY, SESSION, limits, manager, new_router, responses
 
 router = new_router()
 
 
-@router.get("/sessions/<sessionId>/context", summary="All context blocks", tags=["context"])
+@router.get(
+    "/sessions/<sessionId>/context",
+    summary="All context blocks",
+    tags=["context"],
+    operation_id="listContextBlocks",
+    responses=responses(200, ContextBlockList, "The session's blocks", *SESSION),
+)
 def blocks(sessionId: str) -> ContextBlockList:
     return service.context_blocks(manager(router), sessionId)
 
 
-@router.get("/sessions/<sessionId>/context/<label>", summary="One context block", tags=["context"])
+@router.get(
+    "/sessions/<sessionId>/context/<label>",
+    summary="One context block",
+    tags=["context"],
+    operation_id="getContextBlock",
+    responses=responses(200, ContextBlockOut, "The block", *SESSION),
+)
 def block(sessionId: str, label: str) -> ContextBlockOut:
     return service.context_block(manager(router), sessionId, label)
 
@@ -38,7 +50,8 @@ def block(sessionId: str, label: str) -> ContextBlockOut:
     "/sessions/<sessionId>/context/<label>",
     summary="Replace or append to a writable block",
     tags=["context"],
-    responses=ERROR_RESPONSES,
+    operation_id="writeContextBlock",
+    responses=responses(200, ContextBlockOut, "The block as written", *SESSION, *BODY, 409),
 )
 def write_block(sessionId: str, label: str, body: Annotated[ContextWrite, Body()]) -> ContextBlockOut:
     return service.write_context_block(
@@ -50,24 +63,43 @@ def write_block(sessionId: str, label: str, body: Annotated[ContextWrite, Body()
     "/sessions/<sessionId>/context-window",
     summary="Token breakdown (prompt, blocks, history) against the threshold; frozen vs fresh prompt",
     tags=["context"],
-    responses=ERROR_RESPONSES,
+    operation_id="getContextWindow",
+    responses=responses(200, ContextWindowOut, "The breakdown", *SESSION),
 )
 def context_window(sessionId: str) -> ContextWindowOut:
     compaction = get_runtime().profile.compaction
     return service.context_window(manager(router), sessionId, compaction.threshold if compaction.enabled else None)
 
 
-@router.get("/sessions/<sessionId>/system-prompt", summary="The frozen system prompt", tags=["context"])
+@router.get(
+    "/sessions/<sessionId>/system-prompt",
+    summary="The frozen system prompt",
+    tags=["context"],
+    operation_id="getSystemPrompt",
+    responses=responses(200, SystemPromptOut, "The prompt", *SESSION),
+)
 def system_prompt(sessionId: str) -> SystemPromptOut:
     return service.system_prompt(manager(router), sessionId)
 
 
-@router.post("/sessions/<sessionId>/system-prompt/refresh", summary="Re-render the system prompt", tags=["context"])
+@router.post(
+    "/sessions/<sessionId>/system-prompt/refresh",
+    summary="Re-render the system prompt",
+    tags=["context"],
+    operation_id="refreshSystemPrompt",
+    responses=responses(200, SystemPromptOut, "The re-rendered prompt", *SESSION),
+)
 def refresh_system_prompt(sessionId: str) -> SystemPromptOut:
     return service.system_prompt(manager(router), sessionId, refresh=True)
 
 
-@router.get("/sessions/<sessionId>/tools", summary="Tool specs in a model vendor's format", tags=["tools"])
+@router.get(
+    "/sessions/<sessionId>/tools",
+    summary="Tool specs in a model vendor's format",
+    tags=["tools"],
+    operation_id="listTools",
+    responses=responses(200, ToolsOut, "The session's tools", *SESSION),
+)
 def tools(
     sessionId: str,
     fmt: Annotated[ToolFormat, Query(alias="format")] = "json-schema",
@@ -76,7 +108,11 @@ def tools(
 
 
 @router.post(
-    "/sessions/<sessionId>/tools/<toolName>", summary="Execute a tool call", tags=["tools"], responses=ERROR_RESPONSES
+    "/sessions/<sessionId>/tools/<toolName>",
+    summary="Execute a tool call; a refusal the model should see is 200 with isError true",
+    tags=["tools"],
+    operation_id="callTool",
+    responses=responses(200, ToolCallOut, "The tool result the model sees", *SESSION, *BODY),
 )
 def call_tool(sessionId: str, toolName: str, body: Annotated[ToolCallIn, Body()]) -> ToolCallOut:
     return service.call_tool(manager(router), sessionId, toolName, body.input)

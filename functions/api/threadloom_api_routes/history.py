@@ -7,19 +7,23 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from threadloom.api import service
 from threadloom.api.models import BranchPointList, HistoryPage, SearchOut
+from threadloom.core.limits import HARD_LIMITS
 
-from threadloom_api_routes.common import ERROR_RESPONSES, limits, manager, new_router
+from threadloom_api_routes.common import ANY, SESSION, limits, manager, new_router, responses
 
 router = new_router()
 Limit = Annotated[int | None, Query(ge=1)]
-SearchQuery = Annotated[str, Query(min_length=1, max_length=1000, description='Words ANDed; "quoted phrases"')]
+SearchQuery = Annotated[
+    str, Query(min_length=1, max_length=HARD_LIMITS.max_query_chars, description='Words ANDed; "quoted phrases"')
+]
 
 
 @router.get(
     "/sessions/<sessionId>/history",
     summary="Root→leaf with compaction overlays applied, paginated",
     tags=["history"],
-    responses=ERROR_RESPONSES,
+    operation_id="getHistory",
+    responses=responses(200, HistoryPage, "One page of the history", *SESSION),
 )
 def history(
     sessionId: str,
@@ -34,17 +38,30 @@ def history(
     "/sessions/<sessionId>/branch-points",
     summary="Messages with several children, each child with the latest leaf under it",
     tags=["history"],
-    responses=ERROR_RESPONSES,
+    operation_id="listBranchPoints",
+    responses=responses(200, BranchPointList, "The session's branch points", *SESSION),
 )
 def branch_points(sessionId: str) -> BranchPointList:
     return service.branch_points(manager(router), sessionId)
 
 
-@router.get("/sessions/<sessionId>/search", summary="Search one session", tags=["history"])
+@router.get(
+    "/sessions/<sessionId>/search",
+    summary="Search one session",
+    tags=["history"],
+    operation_id="searchSession",
+    responses=responses(200, SearchOut, "Matching messages, best first", *SESSION),
+)
 def search_session(sessionId: str, q: SearchQuery, limit: Limit = None) -> SearchOut:
     return service.search_session(manager(router), sessionId, q, limit, limits())
 
 
-@router.get("/search", summary="Search across the tenant's sessions", tags=["history"])
+@router.get(
+    "/search",
+    summary="Search across the tenant's sessions",
+    tags=["history"],
+    operation_id="searchAll",
+    responses=responses(200, SearchOut, "Matching messages of this tenant's sessions", *ANY),
+)
 def search_all(q: SearchQuery, limit: Limit = None) -> SearchOut:
     return service.search_all(manager(router), q, limit, limits())

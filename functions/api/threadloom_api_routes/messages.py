@@ -11,7 +11,7 @@ from threadloom.api import service
 from threadloom.api.models import AppendIn, AppendOut, Deleted, LeafOut, MessageList, MessageOut, MessageUpdate
 from threadloom.api.observability import metrics
 
-from threadloom_api_routes.common import ERROR_RESPONSES, idempotent_write, limits, manager, new_router
+from threadloom_api_routes.common import BODY, SESSION, idempotent_write, limits, manager, new_router, responses
 
 router = new_router()
 IdempotencyKey = Annotated[str | None, Header(alias="idempotency-key", description="Replays the first outcome")]
@@ -22,7 +22,16 @@ IfMatch = Annotated[str | None, Header(alias="if-match", description="Expected l
     "/sessions/<sessionId>/messages",
     summary="Append a message (201; 200 when its id was already stored) or a chain of messages",
     tags=["messages"],
-    responses=ERROR_RESPONSES,
+    operation_id="appendMessages",
+    responses=responses(
+        201,
+        AppendOut,
+        "Stored; a chain reports where its first message attached",
+        *SESSION,
+        *BODY,
+        409,
+        also={200: (AppendOut, "Every id was already stored: nothing changed")},
+    ),
 )
 def append(
     sessionId: str,
@@ -41,7 +50,13 @@ def append(
     return idempotent_write(router, idempotency_key, body.model_dump(mode="json", exclude_unset=True), run)
 
 
-@router.get("/sessions/<sessionId>/messages/<messageId>", summary="Read a message", tags=["messages"])
+@router.get(
+    "/sessions/<sessionId>/messages/<messageId>",
+    summary="Read a message",
+    tags=["messages"],
+    operation_id="getMessage",
+    responses=responses(200, MessageOut, "The stored message", *SESSION),
+)
 def get_message(sessionId: str, messageId: str) -> MessageOut:
     return service.get_message(manager(router), sessionId, messageId)
 
@@ -50,7 +65,8 @@ def get_message(sessionId: str, messageId: str) -> MessageOut:
     "/sessions/<sessionId>/messages/<messageId>",
     summary="Replace a message",
     tags=["messages"],
-    responses=ERROR_RESPONSES,
+    operation_id="updateMessage",
+    responses=responses(200, MessageOut, "The message as stored now", *SESSION, *BODY),
 )
 def update_message(sessionId: str, messageId: str, body: Annotated[MessageUpdate, Body()]) -> MessageOut:
     return service.update_message(manager(router), sessionId, messageId, body.message.as_message(), limits())
@@ -60,23 +76,43 @@ def update_message(sessionId: str, messageId: str, body: Annotated[MessageUpdate
     "/sessions/<sessionId>/messages/<messageId>",
     summary="Delete a message (its children are re-attached to its parent)",
     tags=["messages"],
+    operation_id="deleteMessage",
+    responses=responses(200, Deleted, "Deleted", *SESSION),
 )
 def delete_message(sessionId: str, messageId: str) -> Deleted:
     service.delete_message(manager(router), sessionId, messageId)
     return Deleted()
 
 
-@router.get("/sessions/<sessionId>/messages/<messageId>/branches", summary="Children of a message", tags=["messages"])
+@router.get(
+    "/sessions/<sessionId>/messages/<messageId>/branches",
+    summary="Children of a message",
+    tags=["messages"],
+    operation_id="listBranches",
+    responses=responses(200, MessageList, "The message's children", *SESSION),
+)
 def branches(sessionId: str, messageId: str) -> MessageList:
     return service.branches(manager(router), sessionId, messageId)
 
 
-@router.get("/sessions/<sessionId>/leaf", summary="The latest leaf", tags=["messages"])
+@router.get(
+    "/sessions/<sessionId>/leaf",
+    summary="The latest leaf",
+    tags=["messages"],
+    operation_id="getLeaf",
+    responses=responses(200, LeafOut, "The latest leaf (null in an empty session)", *SESSION),
+)
 def leaf(sessionId: str) -> LeafOut:
     return service.leaf(manager(router), sessionId)
 
 
-@router.post("/sessions/<sessionId>/clear", summary="Delete every message", tags=["messages"])
+@router.post(
+    "/sessions/<sessionId>/clear",
+    summary="Delete every message",
+    tags=["messages"],
+    operation_id="clearMessages",
+    responses=responses(200, Deleted, "Cleared", *SESSION),
+)
 def clear(sessionId: str) -> Deleted:
     service.clear(manager(router), sessionId)
     return Deleted()

@@ -9,13 +9,29 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Que
 from threadloom.api import service
 from threadloom.api.models import Deleted, ForkIn, SessionCreate, SessionOut, SessionPage, SessionRename, UsageIn
 
-from threadloom_api_routes.common import ERROR_RESPONSES, idempotent_write, json_response, limits, manager, new_router
+from threadloom_api_routes.common import (
+    ANY,
+    BODY,
+    SESSION,
+    idempotent_write,
+    json_response,
+    limits,
+    manager,
+    new_router,
+    responses,
+)
 
 router = new_router()
 IdempotencyKey = Annotated[str | None, Header(alias="idempotency-key", description="Replays the first outcome")]
 
 
-@router.post("/sessions", summary="Create a session", tags=["sessions"], responses=ERROR_RESPONSES)
+@router.post(
+    "/sessions",
+    summary="Create a session",
+    tags=["sessions"],
+    operation_id="createSession",
+    responses=responses(201, SessionOut, "The new session", *ANY, *BODY, 404, 409),
+)
 def create_session(body: Annotated[SessionCreate, Body()], idempotency_key: IdempotencyKey = None) -> Response[Any]:
     def run() -> tuple[int, SessionOut]:
         created = service.create_session(
@@ -30,30 +46,60 @@ def create_session(body: Annotated[SessionCreate, Body()], idempotency_key: Idem
     return idempotent_write(router, idempotency_key, body.model_dump(mode="json"), run)
 
 
-@router.get("/sessions", summary="List sessions, most recent activity first", tags=["sessions"])
+@router.get(
+    "/sessions",
+    summary="List sessions, most recent activity first",
+    tags=["sessions"],
+    operation_id="listSessions",
+    responses=responses(200, SessionPage, "One page of sessions", *ANY),
+)
 def list_sessions(
     limit: Annotated[int | None, Query(ge=1)] = None, cursor: Annotated[str | None, Query()] = None
 ) -> SessionPage:
     return service.list_sessions(manager(router), limits(), limit=limit, cursor=cursor)
 
 
-@router.get("/sessions/<sessionId>", summary="Session info", tags=["sessions"], responses=ERROR_RESPONSES)
+@router.get(
+    "/sessions/<sessionId>",
+    summary="Session info",
+    tags=["sessions"],
+    operation_id="getSession",
+    responses=responses(200, SessionOut, "The session", *SESSION),
+)
 def get_session(sessionId: str) -> SessionOut:
     return service.get_session(manager(router), sessionId)
 
 
-@router.patch("/sessions/<sessionId>", summary="Rename a session", tags=["sessions"], responses=ERROR_RESPONSES)
+@router.patch(
+    "/sessions/<sessionId>",
+    summary="Rename a session",
+    tags=["sessions"],
+    operation_id="renameSession",
+    responses=responses(200, SessionOut, "The renamed session", *SESSION, *BODY),
+)
 def rename_session(sessionId: str, body: Annotated[SessionRename, Body()]) -> SessionOut:
     return service.rename_session(manager(router), sessionId, body.name)
 
 
-@router.delete("/sessions/<sessionId>", summary="Delete a session and everything derived from it", tags=["sessions"])
+@router.delete(
+    "/sessions/<sessionId>",
+    summary="Delete a session and everything derived from it",
+    tags=["sessions"],
+    operation_id="deleteSession",
+    responses=responses(200, Deleted, "Deleted", *SESSION),
+)
 def delete_session(sessionId: str) -> Deleted:
     service.delete_session(manager(router), sessionId)
     return Deleted()
 
 
-@router.post("/sessions/<sessionId>/fork", summary="Fork at a message", tags=["sessions"], responses=ERROR_RESPONSES)
+@router.post(
+    "/sessions/<sessionId>/fork",
+    summary="Fork at a message",
+    tags=["sessions"],
+    operation_id="forkSession",
+    responses=responses(201, SessionOut, "The new session holding the copied history", *SESSION, *BODY, 409),
+)
 def fork(sessionId: str, body: Annotated[ForkIn, Body()], idempotency_key: IdempotencyKey = None) -> Response[Any]:
     def run() -> tuple[int, SessionOut]:
         return 201, service.fork(manager(router), sessionId, body.at_message_id, body.name)
@@ -61,7 +107,13 @@ def fork(sessionId: str, body: Annotated[ForkIn, Body()], idempotency_key: Idemp
     return idempotent_write(router, idempotency_key, body.model_dump(mode="json"), run)
 
 
-@router.post("/sessions/<sessionId>/usage", summary="Add token usage and cost", tags=["sessions"])
+@router.post(
+    "/sessions/<sessionId>/usage",
+    summary="Add token usage and cost (each increment and each total stays finite and bounded)",
+    tags=["sessions"],
+    operation_id="addUsage",
+    responses=responses(200, SessionOut, "The session with its new totals", *SESSION, *BODY),
+)
 def add_usage(sessionId: str, body: Annotated[UsageIn, Body()]) -> Response[Any]:
     out = service.add_usage(
         manager(router), sessionId, input_tokens=body.input_tokens, output_tokens=body.output_tokens, cost=body.cost

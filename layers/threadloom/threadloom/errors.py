@@ -39,6 +39,10 @@ class CompactionError(ThreadloomError):
     """Compaction could not run (no function registered, or the summarizer failed)."""
 
 
+class QuotaExceededError(ThreadloomError):
+    """A tenant already holds as many skills or knowledge entries as its quota allows."""
+
+
 class StorageUnavailableError(ThreadloomError):
     """The backing store (database, bucket, table) cannot be reached right now; retrying may help.
 
@@ -75,6 +79,7 @@ __all__ = [
     "ConflictError",
     "NotFoundError",
     "PayloadTooLargeError",
+    "QuotaExceededError",
     "ReadOnlyBlockError",
     "SessionBusyError",
     "SkillStoreError",

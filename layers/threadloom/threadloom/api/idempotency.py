@@ -1,8 +1,11 @@
 """``Idempotency-Key`` support for writes, through Powertools idempotency on a DynamoDB table.
 
-The key is scoped by tenant and route, and the request body is hashed into the record
-(``payload_validation_jmespath``), so the same key with another body raises
-``IdempotencyValidationError`` (HTTP 409). Without ``THREADLOOM_IDEMPOTENCY_TABLE``
+The key is scoped by tenant and route through :func:`record_key`, a SHA-256 of the
+length-prefixed tuple ``(tenant, method, path, key)``: no tenant claim, path or key
+can be chosen to spell another tenant's record (a plain ``tenant#METHOD path#key``
+let the claim ``tenant-a#POST /sessions`` replay tenant ``tenant-a``'s answers).
+The request body is hashed into the record (``payload_validation_jmespath``), so the
+same key with another body raises ``IdempotencyValidationError`` (HTTP 409). Without ``THREADLOOM_IDEMPOTENCY_TABLE``
 (the local server, tests) the header is accepted and ignored: appends are still
 idempotent by message id in the store (contract §4).
 """
@@ -10,6 +13,7 @@ idempotent by message id in the store (contract §4).
 from __future__ import annotations
 
 import functools
+import hashlib
 from typing import TYPE_CHECKING, Any, cast
 
 from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
@@ -38,15 +42,25 @@ def persistence_layer(table: str) -> DynamoDBPersistenceLayer:
     return DynamoDBPersistenceLayer(table_name=table)
 
 
+def record_key(*parts: str) -> str:
+    """An unforgeable record key: SHA-256 over each part's UTF-8 length and bytes, in order."""
+    digest = hashlib.sha256()
+    for part in parts:
+        data = part.encode("utf-8", "surrogatepass")
+        digest.update(len(data).to_bytes(8, "big"))
+        digest.update(data)
+    return digest.hexdigest()
+
+
 def register_lambda_context(context: LambdaContext) -> None:
     """Lets an ``INPROGRESS`` record of a timed-out invocation be retried before it expires."""
     CONFIG.register_lambda_context(context)
 
 
 def run_idempotent(
-    table: str | None, key: str | None, *, scope: str, payload: Any, run: Callable[[], Outcome]
+    table: str | None, key: str | None, *, scope: tuple[str, ...], payload: Any, run: Callable[[], Outcome]
 ) -> Outcome:
-    """``run()`` once per ``(scope, key)``; later calls with the same key replay its outcome."""
+    """``run()`` once per ``(*scope, key)``; later calls with the same key replay its outcome."""
     if not table or not key:
         return run()
 
@@ -60,8 +74,8 @@ def run_idempotent(
             remembered, data_keyword_argument="request", config=CONFIG, persistence_store=persistence_layer(table)
         ),
     )
-    stored = wrapped(request={"key": f"{scope}#{key}", "payload": payload})
+    stored = wrapped(request={"key": record_key(*scope, key), "payload": payload})
     return int(stored["status"]), dict(stored["body"])
 
 
-__all__ = ["CONFIG", "Outcome", "persistence_layer", "register_lambda_context", "run_idempotent"]
+__all__ = ["CONFIG", "Outcome", "persistence_layer", "record_key", "register_lambda_context", "run_idempotent"]

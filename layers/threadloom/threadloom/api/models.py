@@ -315,7 +315,10 @@ class ToolCallIn(ApiModel):
 
 
 class ToolCallOut(ApiModel):
+    """``output`` is what the model sees; ``isError`` says whether it reports a refusal or failure."""
+
     output: str
+    is_error: bool = False
 
 
 class HealthOut(ApiModel):

@@ -143,6 +143,7 @@ class Runtime:
         self._skills: ContextProvider | None = None
         self._compact_fn: CompactFunction | None = None
         self._lock = threading.RLock()
+        self._limits: Limits | None = None
 
     # ------------------------------------------------------------ components
 
@@ -155,7 +156,9 @@ class Runtime:
     @property
     def limits(self) -> Limits:
         """The profile's limits table, enforced by every manager this runtime builds."""
-        return self.profile.limits.to_limits()
+        if self._limits is None:
+            self._limits = self.profile.limits.to_limits()
+        return self._limits
 
     @property
     def store(self) -> Any:
@@ -232,19 +235,6 @@ class Runtime:
 
         return handle
 
-    def skills_provider(self) -> ContextProvider | None:
-        """The configured skill store (shared by every tenant), or None when none is configured."""
-        settings = self.settings
-        if settings.skills_bucket:
-            from threadloom.providers.s3_skills import S3SkillProvider
-
-            return S3SkillProvider(settings.skills_bucket, prefix=settings.skills_prefix)
-        if settings.skills_dir:
-            from threadloom.providers.local_skills import LocalSkillProvider
-
-            return LocalSkillProvider(settings.skills_dir)
-        return None
-
     def compact_function(self) -> CompactFunction | None:
         spec = self.profile.compaction
         if not spec.enabled:
@@ -289,12 +279,12 @@ class Runtime:
             if block.kind == "static":
                 provider = StaticTextProvider(block.content)
             elif block.kind == "skills":
-                provider = self._skills_for(block.keys, block.prefix)
+                provider = self._skills_for(block.keys, block.prefix, tenant)
                 if provider is None:
                     logger.warning("Skills block %r has no skill store configured; it stays empty", block.label)
                     provider = StaticTextProvider("")
             elif block.kind == "search":
-                provider = store.search_provider(scope=tenant)
+                provider = store.search_provider(scope=tenant, max_entries=self.limits.max_entries_per_tenant)
             max_tokens = block.max_tokens if block.kind == "writable" else None
             manager.with_context(block.label, description=block.description, max_tokens=max_tokens, provider=provider)
         cache = profile.prompt_cache
@@ -320,18 +310,26 @@ class Runtime:
             attach_publisher(manager, publisher)
         return manager
 
-    def _skills_for(self, keys: list[str] | None, prefix: str | None) -> ContextProvider | None:
+    def _skills_for(self, keys: list[str] | None, prefix: str | None, tenant: str) -> ContextProvider | None:
+        """The tenant's skills: its own namespace over the operator catalogue (see ``tenant_skills``)."""
+        from threadloom.providers.tenant_skills import TenantSkillProvider, tenant_namespace
+
         settings = self.settings
+        own_prefix = tenant_namespace(tenant) + (prefix or "")
         if settings.skills_bucket:
             from threadloom.providers.s3_skills import S3SkillProvider
 
-            full_prefix = settings.skills_prefix + (prefix or "")
-            return S3SkillProvider(settings.skills_bucket, prefix=full_prefix, keys=keys)
+            root = settings.skills_prefix
+            catalogue = S3SkillProvider(settings.skills_bucket, prefix=root + (prefix or ""), keys=keys)
+            own = S3SkillProvider(settings.skills_bucket, prefix=root + own_prefix)
+            return TenantSkillProvider(own, catalogue, limits=self.limits)
         if settings.skills_dir:
             from threadloom.providers.local_skills import LocalSkillProvider
 
-            directory = Path(settings.skills_dir) / prefix if prefix else Path(settings.skills_dir)
-            return LocalSkillProvider(directory, keys=keys)
+            root_dir = Path(settings.skills_dir)
+            local_catalogue = LocalSkillProvider(root_dir / prefix if prefix else root_dir, keys=keys)
+            local_own = LocalSkillProvider(root_dir / own_prefix)
+            return TenantSkillProvider(local_own, local_catalogue, limits=self.limits)
         return None
 
     def _dynamodb_prompt_factory(self, tenant: str) -> Callable[[str], WritableContextProvider]:

@@ -43,6 +43,7 @@ from threadloom.core.prompt import render_prompt
 from threadloom.errors import NotFoundError, ValidationError
 from threadloom.records import OMITTED
 from threadloom.tokens import estimate_message_tokens, estimate_string_tokens
+from threadloom.tools.base import is_error_result
 from threadloom.tools.formats import to_anthropic_tools, to_bedrock_tool_config, to_openai_tools
 
 if TYPE_CHECKING:
@@ -419,7 +420,7 @@ def call_tool(manager: SessionManager, session_id: str, tool_name: str, argument
     output = tool.execute(arguments)
     if tool_name in CONTEXT_WRITING_TOOLS:
         manager.get_session(session_id).announce_change("context")
-    return ToolCallOut(output=output)
+    return ToolCallOut(output=output, is_error=is_error_result(output))
 
 
 __all__ = [

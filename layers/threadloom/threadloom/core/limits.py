@@ -136,19 +136,20 @@ class Limits:
             )
         return message
 
-    def check_json(self, value: Any, what: str) -> int:
+    def check_json(self, value: Any, what: str, *, extra_depth: int = 0) -> int:
         """Check a JSON value's strings, numbers and nesting; returns roughly its compact UTF-8 size in bytes.
 
         Iterative, so a hostile depth cannot exhaust the Python stack before it is refused.
         """
         size = 0
+        max_depth = self.max_nesting_depth + extra_depth
         stack: list[tuple[Any, int]] = [(value, 0)]
         while stack:
             item, depth = stack.pop()
             if isinstance(item, str):
                 size += text_bytes(item, what) + 2
             elif isinstance(item, (dict, list)):
-                if depth >= self.max_nesting_depth:
+                if depth >= max_depth:
                     raise ValidationError(f"{_cap(what)} nests deeper than {self.max_nesting_depth} levels")
                 size += 2
                 if isinstance(item, dict):

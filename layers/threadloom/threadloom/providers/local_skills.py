@@ -72,6 +72,9 @@ def validate_skill_key(key: object, *, prefix: str = "", max_bytes: int = MAX_KE
         raise ValidationError(f"Invalid skill key {key!r}: must not contain control characters")
     if any(segment in ("", ".", "..") for segment in key.split("/")):
         raise ValidationError(f"Invalid skill key {key!r}: empty, '.' and '..' path segments are not allowed")
+    if any(segment.startswith(".") for segment in key.split("/")):
+        # Hidden segments hold the tenants' own namespaces (``.tenants/...``): never reachable through a key.
+        raise ValidationError(f"Invalid skill key {key!r}: a path segment must not start with '.'")
     try:
         size = len((prefix + key).encode("utf-8"))
     except UnicodeEncodeError as exc:
@@ -170,7 +173,16 @@ class LocalSkillProvider:
 
     def get(self) -> str | None:
         """List the skills as ``- <key>`` / ``- <key>: <description>`` lines in key order; ``None`` when empty."""
-        lines = []
+        lines = [f"- {key}: {description}" if description else f"- {key}" for key, description in self.entries()]
+        return "\n".join(lines) if lines else None
+
+    def keys(self) -> list[str]:
+        """Every listable, allowed key in key order (no file is opened)."""
+        return [key for key, _ in self._scan() if self._allowed is None or key in self._allowed]
+
+    def entries(self) -> list[tuple[str, str | None]]:
+        """``(key, description)`` of every listable, allowed skill, in key order."""
+        found: list[tuple[str, str | None]] = []
         for key, path in self._scan():
             if self._allowed is not None and key not in self._allowed:
                 continue
@@ -179,8 +191,8 @@ class LocalSkillProvider:
             except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
                 continue  # deleted since the scan
             description, _ = parse_front_matter(head)
-            lines.append(f"- {key}: {description}" if description else f"- {key}")
-        return "\n".join(lines) if lines else None
+            found.append((key, description))
+        return found
 
     def load(self, key: str) -> str | None:
         """Return the skill's text without its front matter; ``None`` when it is missing or not allowed."""

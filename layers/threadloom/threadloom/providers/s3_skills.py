@@ -175,15 +175,19 @@ class S3SkillProvider:
 
     def get(self) -> str | None:
         """List the skills as ``- <key>`` / ``- <key>: <description>`` lines in listing order; ``None`` when empty."""
+        lines = [f"- {key}: {description}" if description else f"- {key}" for key, description in self.entries()]
+        return "\n".join(lines) if lines else None
+
+    def keys(self) -> list[str]:
+        """Every listable, allowed key in listing order (LIST requests only, no HEAD)."""
+        return [key for key, _, _ in self._list()]
+
+    def entries(self) -> list[tuple[str, str | None]]:
+        """``(key, description)`` of every listable, allowed skill, in listing order."""
         listed = self._list()
         descriptions = self._describe(listed)
-        lines = []
-        for key, full_key, _ in listed:
-            if full_key not in descriptions:
-                continue  # deleted between the LIST and the HEAD
-            description = descriptions[full_key]
-            lines.append(f"- {key}: {description}" if description else f"- {key}")
-        return "\n".join(lines) if lines else None
+        # An object deleted between the LIST and the HEAD has no description entry: left out.
+        return [(key, descriptions[full_key]) for key, full_key, _ in listed if full_key in descriptions]
 
     def load(self, key: str) -> str | None:
         """Return the skill's UTF-8 text (invalid bytes become U+FFFD); ``None`` when missing or not allowed."""

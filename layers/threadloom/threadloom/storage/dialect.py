@@ -70,6 +70,7 @@ class SqlDialect:
 
     # Searchable context entries.
     count_entries: ClassVar[str]
+    entry_exists: ClassVar[str]
     upsert_entry: ClassVar[str]
     unindex_entry: ClassVar[str]
     index_entry: ClassVar[str]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from threadloom.errors import QuotaExceededError
 from threadloom.jscompat import js_trim
 from threadloom.storage.database import utc_now
 
@@ -21,10 +22,13 @@ class SqlSearchProvider:
     shared by every session, as in the reference.
     """
 
-    def __init__(self, database: Database, sql: type[SqlDialect], *, scope: str = "") -> None:
+    def __init__(
+        self, database: Database, sql: type[SqlDialect], *, scope: str = "", max_entries: int | None = None
+    ) -> None:
         self._database = database
         self._sql = sql
         self.scope = scope
+        self.max_entries = max_entries
         self.label = ""
 
     def init(self, label: str) -> None:
@@ -53,6 +57,13 @@ class SqlSearchProvider:
     def set(self, key: str, content: str) -> None:
         params = {**self._params(), "key": key}
         with self._database.write() as tx:
+            if self.max_entries is not None and not tx.query(self._sql.entry_exists, params):
+                count = int(tx.query(self._sql.count_entries, self._params())[0][0])
+                if count >= self.max_entries:
+                    raise QuotaExceededError(
+                        f"Block {self.label!r} already holds {count} entries, the most allowed ({self.max_entries});"
+                        " update an existing entry instead"
+                    )
             if self._sql.unindex_entry:
                 tx.execute(self._sql.unindex_entry, params)
             tx.execute(self._sql.upsert_entry, {**params, "content": content, "now": utc_now()})

@@ -61,8 +61,8 @@ class SqlStore:
         key = f"_system_prompt_{session_id}" if session_id else "_system_prompt"
         return SqlPromptStore(self._ready(), self.sql, key, session_id=session_id or None)
 
-    def search_provider(self, *, scope: str = "") -> SqlSearchProvider:
-        return SqlSearchProvider(self._ready(), self.sql, scope=scope)
+    def search_provider(self, *, scope: str = "", max_entries: int | None = None) -> SqlSearchProvider:
+        return SqlSearchProvider(self._ready(), self.sql, scope=scope, max_entries=max_entries)
 
     def skill_state(self, session_id: str = "") -> SqlSkillState:
         return SqlSkillState(self._ready(), self.sql, session_id)

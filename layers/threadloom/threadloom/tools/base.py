@@ -33,9 +33,25 @@ class Tool:
         return copy.deepcopy(self.input_schema)
 
 
+class ErrorText(str):
+    """A tool result that reports a failure: still the text the model sees, but recognisable by type.
+
+    Why a ``str`` subclass: the result must stay a plain string for the model (and the
+    reference's byte-for-byte texts), while callers such as the HTTP API need a
+    machine-readable ``isError`` without guessing from the text.
+    """
+
+    __slots__ = ()
+
+
 def error_result(error: BaseException | str) -> str:
-    """The tool-result form of a failure: ``Error: <message>``."""
-    return f"Error: {error}"
+    """The tool-result form of a failure: ``Error: <message>`` (an :class:`ErrorText`)."""
+    return ErrorText(f"Error: {error}")
+
+
+def is_error_result(result: str) -> bool:
+    """Whether a tool's result reports a failure (built by :func:`error_result`)."""
+    return isinstance(result, ErrorText)
 
 
 def object_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -64,10 +80,12 @@ def string_arg(args: Mapping[str, Any], name: str) -> str | None:
 
 
 __all__ = [
+    "ErrorText",
     "Tool",
     "ToolHandler",
     "error_result",
     "invalid_argument",
+    "is_error_result",
     "object_schema",
     "string_arg",
     "string_property",

@@ -108,7 +108,7 @@ def _set_context_tool(blocks: ContextBlocks, writable: list[ContextBlock]) -> To
             return invalid_argument("content")
         block = blocks.get_block(label)
         if block is None:
-            return f'Error: block "{label}" not found'
+            return error_result(f'block "{label}" not found')
         try:
             if _is_keyed(block):
                 title, entry_description = _entry_metadata(args.get("metadata"))

@@ -166,6 +166,7 @@ class PostgresSql(SqlDialect):
     delete_session_blocks = "DELETE FROM threadloom_context_blocks WHERE session_id = :sid"
 
     count_entries = "SELECT COUNT(*) FROM threadloom_search_entries WHERE scope = :scope AND label = :label"
+    entry_exists = "SELECT 1 FROM threadloom_search_entries WHERE scope = :scope AND label = :label AND key = :key"
     upsert_entry = (
         "INSERT INTO threadloom_search_entries (scope, label, key, content, created_at, updated_at) "
         "VALUES (:scope, :label, :key, :content, :now, :now) "

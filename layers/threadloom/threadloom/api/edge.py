@@ -1,0 +1,110 @@
+"""What the HTTP edge refuses before routing, so that no input a client can send becomes a 5xx.
+
+The resolver parses bodies lazily inside its validation step, where a body that is not
+UTF-8 raised ``UnicodeDecodeError`` (a 500), a non-JSON media type became a 500, a
+deep nesting a ``RecursionError`` and invalid JSON "body.13: JSON decode error". Here
+each of those is a typed error with a sentence a person understands: 415 for a body
+that is not JSON, 400 for bytes that are not UTF-8, text that is not JSON, text rules
+broken anywhere in the request (path, query, body) or a nesting deeper than the limits.
+
+CORS is configured here as well, from one setting (``THREADLOOM_CORS_ORIGINS``, comma
+separated, ``*`` for any origin) that the deployed function and ``make serve`` read the
+same way; the SAM template's ``CorsConfiguration`` mirrors it.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+from typing import TYPE_CHECKING, Any
+
+from aws_lambda_powertools.event_handler import CORSConfig
+
+from threadloom.api.exceptions import UnsupportedMediaTypeError
+from threadloom.core.limits import check_text
+from threadloom.errors import PayloadTooLargeError, ValidationError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from threadloom.core.limits import Limits
+
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+MAX_BODY_BYTES = 6 * 1024 * 1024
+"""API Gateway's own payload limit; a body over it never reaches a real deployment."""
+CORS_ORIGINS_VARIABLE = "THREADLOOM_CORS_ORIGINS"
+CORS_HEADERS = ["Authorization", "Content-Type", "Idempotency-Key", "If-Match"]
+CORS_MAX_AGE_SECONDS = 600
+
+
+def cors_config(environ: Mapping[str, str] | None = None) -> CORSConfig | None:
+    """Powertools CORS from ``THREADLOOM_CORS_ORIGINS``; None (no CORS headers, no preflight) when unset."""
+    env = os.environ if environ is None else environ
+    origins = [origin.strip() for origin in env.get(CORS_ORIGINS_VARIABLE, "").split(",") if origin.strip()]
+    if not origins:
+        return None
+    return CORSConfig(
+        allow_origin=origins[0],
+        extra_origins=origins[1:],
+        allow_headers=CORS_HEADERS,
+        expose_headers=["Content-Type"],
+        max_age=CORS_MAX_AGE_SECONDS,
+    )
+
+
+def check_event(event: Mapping[str, Any], limits: Limits) -> None:
+    """Raise the typed error for anything in an API Gateway v2 event the resolver cannot safely parse."""
+    check_text(event.get("rawPath") or "", "request path")
+    for name, value in (event.get("queryStringParameters") or {}).items():
+        check_text(name, "query parameter name")
+        check_text(value, f"query parameter {name!r}")
+    method = str(event.get("requestContext", {}).get("http", {}).get("method", "")).upper()
+    body = event.get("body")
+    if method not in BODY_METHODS or not body:
+        return
+    headers = {str(key).lower(): value for key, value in (event.get("headers") or {}).items()}
+    media_type = str(headers.get("content-type") or "application/json").split(";", 1)[0].strip().lower()
+    if media_type != "application/json":
+        raise UnsupportedMediaTypeError(
+            f"The request body must be JSON (Content-Type: application/json), not {media_type!r}"
+        )
+    raw = _body_bytes(body, encoded=bool(event.get("isBase64Encoded")))
+    if len(raw) > MAX_BODY_BYTES:
+        raise PayloadTooLargeError(f"The request body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValidationError(
+            f"The request body is not valid UTF-8 text (byte 0x{raw[exc.start]:02x} at position {exc.start})"
+        ) from None
+    try:
+        parsed = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValidationError(
+            f"The request body is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+        ) from None
+    except RecursionError:
+        raise ValidationError(
+            f"The request body nests deeper than {limits.max_nesting_depth} levels of objects and arrays"
+        ) from None
+    except ValueError as exc:  # e.g. an integer literal with more digits than Python converts
+        raise ValidationError(f"The request body is not usable JSON: {exc}") from None
+    # Two more levels than a message may use: a body wraps messages ({"messages": [{...}]}).
+    limits.check_json(parsed, "request body", extra_depth=2)
+
+
+def _body_bytes(body: str, *, encoded: bool) -> bytes:
+    if encoded:
+        try:
+            return base64.b64decode(body, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValidationError("The request body is marked base64 but is not valid base64") from None
+    try:
+        return body.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError("The request body is not valid UTF-8 text") from None
+
+
+__all__ = ["BODY_METHODS", "CORS_ORIGINS_VARIABLE", "MAX_BODY_BYTES", "check_event", "cors_config"]
