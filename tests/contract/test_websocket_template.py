@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -124,3 +125,48 @@ def test_the_stage_deploys_itself_and_the_url_is_an_output(template: dict[str, A
     assert stage["DefaultRouteSettings"]["ThrottlingRateLimit"] > 0
     url = template["Outputs"]["WebSocketUrl"]["Value"]["Fn::Sub"]
     assert url.startswith("wss://${WebSocketApi}.execute-api.") and url.endswith("/${WebSocketStage}")
+
+
+@pytest.fixture(scope="module")
+def transformed(monkeypatch_module: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The template as SAM expands it (local code paths replaced by S3 URIs, as `sam package` would)."""
+    from samtranslator.translator.transform import transform
+    from samtranslator.yaml_helper import yaml_parse
+
+    monkeypatch_module.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    document = yaml_parse((ROOT / "template.yaml").read_text(encoding="utf-8"))
+    for name, resource in document["Resources"].items():
+        properties = resource.get("Properties", {})
+        for key in ("CodeUri", "ContentUri"):
+            if key in properties:
+                properties[key] = f"s3://artifacts/{name}.zip"
+
+    class ManagedPolicies:
+        def load(self) -> dict[str, str]:
+            names = ("service-role/AWSLambdaBasicExecutionRole", "AWSXrayWriteOnlyAccess")
+            names += ("service-role/AWSLambdaVPCAccessExecutionRole",)
+            return {name.rsplit("/", 1)[-1]: f"arn:aws:iam::aws:policy/{name}" for name in names}
+
+    parameters = {"JwtIssuer": "https://issuer.example", "JwtAudience": "client"}
+    return transform(document, parameters, ManagedPolicies())["Resources"]  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module() -> Iterator[pytest.MonkeyPatch]:
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch
+
+
+def test_sam_keeps_the_authorizer_out_of_the_vpc_and_the_routes_in(transformed: dict[str, Any]) -> None:
+    assert "VpcConfig" not in transformed["WebSocketAuthorizerFunction"]["Properties"]
+    for name in ("WebSocketFunction", "ApiFunction", "CompactionFunction"):
+        assert "VpcConfig" in transformed[name]["Properties"], name
+
+
+def test_sam_gives_the_authorizer_only_logging_and_tracing(transformed: dict[str, Any]) -> None:
+    role = transformed["WebSocketAuthorizerFunctionRole"]["Properties"]
+    assert "Policies" not in role
+    assert sorted(arn.rsplit("/", 1)[1] for arn in role["ManagedPolicyArns"]) == [
+        "AWSLambdaBasicExecutionRole",
+        "AWSXrayWriteOnlyAccess",
+    ]
