@@ -272,3 +272,60 @@ def test_keyboard_navigation(page: Page, server: Server) -> None:
     page.wait(lambda _: page.driver.switch_to.active_element.get_attribute("data-message-id") == "u1")
     page.driver.switch_to.active_element.send_keys("j")
     page.wait(lambda _: page.driver.switch_to.active_element.get_attribute("data-message-id") == "a1b")
+
+
+def test_a_search_hit_opens_its_message(page: Page, server: Server) -> None:
+    sid = seed_voyage(server, "Searchable")
+    server.manager.append(sid, text("u9", "user", "Is the albatross a good omen?"))
+    page.open("/")
+    field = page.css("#global-search-input")
+    field.send_keys("albatross\n")
+    hit = page.css(f'.hit a[href$="/sessions/{sid}/messages/u9"]')
+    assert "albatross" in hit.text
+    page.screenshot("search")
+    hit.click()
+    target = page.css('article[data-message-id="u9"].highlight')
+    assert "good omen" in target.text
+
+
+def test_fork_here_creates_a_linked_session(page: Page, server: Server) -> None:
+    sid = seed_voyage(server, "Fork source")
+    page.open(f"/sessions/{sid}")
+    page.css('article[data-message-id="u1"] button[aria-label^="Fork"]').click()
+    assert page.css("#fork-at").get_attribute("value") == "u1"
+    page.css("#fork-name").send_keys("Forked in the browser")
+    page.css("#fork-at").submit()
+    link = page.css("#panel-actions a[href^='#/sessions/']")
+    assert link.text == "Forked in the browser"
+    link.click()
+    page.text_appears("#session-title", "Forked in the browser")
+    page.text_appears(".facts", "Forked from")
+    page.css(f'.facts a[href="#/sessions/{sid}"]')
+    page.text_appears(".history", "Plot a course to Lisbon")  # the path up to u1, under new ids
+    assert "Head for Porto" not in page.css(".history").text
+
+
+def test_compact_now_shows_the_summary_card(page: Page, server: Server) -> None:
+    sid = server.create_session("Compact in the browser")
+    words = "the tide turns and the crew hauls the sails while gulls circle the mast"
+    chain = [text(f"c{i}", ("user", "assistant")[i % 2], f"Turn {i}: {words}") for i in range(12)]
+    server.manager.append_all(sid, chain)
+    page.open(f"/sessions/{sid}")
+    page.css('article[data-message-id="c0"]')
+    page.css("#tab-actions").click()
+    page.css("#compact-now").click()
+    page.text_appears("#compact-result", "queued")
+    # The in-process worker commits the overlay; the live refresh shows it without a reload
+    card = page.css("article.overlay", timeout=30)
+    assert "Compaction summary" in card.text
+
+
+def test_the_sessions_list_pages(page: Page, server: Server) -> None:
+    for i in range(60):
+        server.manager.create_session(f"Bulk session {i:02d}")
+    page.open("/")
+    page.css("table.sessions tbody tr")
+    assert len(page.all("table.sessions tbody tr")) == 50
+    page.css("#load-more").click()
+    page.wait(lambda _: len(page.all("table.sessions tbody tr")) > 50)
+    assert "Bulk session 00" in page.css("table.sessions tbody").text

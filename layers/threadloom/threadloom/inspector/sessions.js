@@ -27,7 +27,7 @@ export async function renderSessions(root, initialFilter = "") {
     createButton,
   );
   const body = h("tbody");
-  const more = h("button", { type: "button", hidden: true }, "Load more sessions");
+  const more = h("button", { type: "button", id: "load-more", hidden: true }, "Load more sessions");
   const count = h("p", { class: "muted", "aria-live": "polite" });
   const table = h(
     "table",
