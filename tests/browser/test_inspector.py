@@ -177,6 +177,7 @@ def test_call_set_context_from_the_tool_form(page: Page, server: Server) -> None
     page.css("#tool-call").click()
     page.wait(lambda _: "Written to memory" not in page.css("#tool-output").text)
     assert "200" in page.css("#tool-output").text
+    assert "refused" in page.css("#tool-output").get_attribute("class")
     # A form that misses a required field says which one, before calling the API
     page.css("#tool-set_context-content").clear()
     page.css("#tool-call").click()

@@ -135,7 +135,7 @@ function toolCard(ctx) {
   const fields = h("fieldset", { class: "tool-fields" }, h("legend", {}, "Input"));
   const submit = h("button", { type: "submit", class: "primary", id: "tool-call" }, "Call the tool");
   const output = h("output", { id: "tool-output", for: "tool-name", class: "tool-output" });
-  const form = h("form", { id: "tool-form", novalidate: true }, h("div", { class: "field" }, h("label", { for: "tool-name" }, "Tool"), select), description, fields, error, submit, h("h4", {}, "Answer"), output);
+  const form = h("form", { id: "tool-form", novalidate: true }, h("div", { class: "field" }, h("label", { for: "tool-name" }, "Tool"), select), description, fields, error, submit, h("h4", {}, "Answer (what the model would see)"), output);
   let tools = [];
   let current = null;
 
@@ -161,6 +161,9 @@ function toolCard(ctx) {
       const answer = await api.callTool(ctx.sessionId, select.value, input);
       showError(error, null);
       output.textContent = answer.output;
+      output.classList.toggle("refused", Boolean(answer.isError));
+      output.setAttribute("aria-label", answer.isError ? "The tool refused" : "The tool's answer");
+      output.title = answer.isError ? "The tool refused (isError)" : "";
       ctx.refreshContext();
       ctx.refreshPrompt();
     }, error);
