@@ -62,6 +62,10 @@ class SessionInfo:
     end_reason: str | None
     created_at: str
     updated_at: str
+    subject_id: str | None = None
+    """Whose personal data the session holds (erasure target); the JWT ``sub`` in the HTTP app."""
+    legal_hold: bool = False
+    """A held session is never removed by a retention sweep."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -221,15 +221,23 @@ class SessionManager:
         parent_session_id: str | None = None,
         model: str | None = None,
         source: str | None = None,
+        subject_id: str | None = None,
     ) -> SessionInfo:
+        """``subject_id`` names whose data the session holds; a child session inherits its parent's."""
         limits = self.limits
         limits.check_name(name, "session name")
         limits.check_name(model, "model", optional=True)
         limits.check_name(source, "source", optional=True)
+        limits.check_name(subject_id, "subject id", optional=True)
+        if subject_id == "":
+            raise ValidationError("subject_id must be a non-empty string")
         if parent_session_id is not None:
             check_text(parent_session_id, "parent session id", max_chars=limits.max_id_chars)
+        if subject_id is None and parent_session_id is not None:
+            parent = self._registry.get(parent_session_id)
+            subject_id = parent.subject_id if parent is not None else None
         return self._registry.create(  # type: ignore[no-any-return]
-            name, parent_session_id=parent_session_id, model=model, source=source
+            name, parent_session_id=parent_session_id, model=model, source=source, subject_id=subject_id
         )
 
     def get(self, session_id: str) -> SessionInfo | None:
@@ -249,6 +257,14 @@ class SessionManager:
     def rename(self, session_id: str, name: str) -> SessionInfo:
         self.limits.check_name(name, "session name")
         if not self._registry.rename(session_id, name):
+            raise NotFoundError(f"Session {session_id!r} not found")
+        return self._require(session_id)
+
+    def set_legal_hold(self, session_id: str, hold: bool) -> SessionInfo:
+        """Hold (or release) a session: a held session survives every retention sweep."""
+        if not isinstance(hold, bool):
+            raise ValidationError("legal_hold must be a boolean")
+        if not self._registry.set_legal_hold(session_id, hold):
             raise NotFoundError(f"Session {session_id!r} not found")
         return self._require(session_id)
 

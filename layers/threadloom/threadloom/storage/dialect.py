@@ -92,7 +92,28 @@ class SqlDialect:
     add_usage: ClassVar[str]
     end_session: ClassVar[str]
     delete_session: ClassVar[str]
+    set_legal_hold: ClassVar[str]
     delete_head: ClassVar[str]
+
+    # Data lifecycle (whole-session export/import, retention sweeps, subject erasure).
+    export_head: ClassVar[str]
+    export_messages: ClassVar[str]
+    export_compactions: ClassVar[str]
+    export_blocks: ClassVar[str]
+    session_namespace: ClassVar[str]
+    import_session: ClassVar[str]
+    import_head: ClassVar[str]
+    import_block: ClassVar[str]
+    subject_sessions: ClassVar[str]
+    child_sessions: ClassVar[str]
+    message_ids: ClassVar[str]
+    compaction_ids: ClassVar[str]
+    block_keys: ClassVar[str]
+    expired_sessions: ClassVar[str]
+    lock_expired_session: ClassVar[str]
+    lock_session: ClassVar[str]
+    erase_setup: ClassVar[str]
+    purge_statements: ClassVar[tuple[str, ...]]
 
     @classmethod
     def index_params(cls, text: str) -> dict[str, Any]:

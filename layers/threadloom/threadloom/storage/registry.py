@@ -35,6 +35,7 @@ class SqlSessionRegistry:
         model: str | None = None,
         source: str | None = None,
         session_id: str | None = None,
+        subject_id: str | None = None,
     ) -> SessionInfo:
         new_id = session_id or str(uuid.uuid4())
         with self._database.write() as tx:
@@ -47,6 +48,7 @@ class SqlSessionRegistry:
                     "parent_session_id": parent_session_id,
                     "model": model,
                     "source": source,
+                    "subject_id": subject_id,
                     "now": utc_now(),
                 },
             )
@@ -119,6 +121,14 @@ class SqlSessionRegistry:
             )
         return True
 
+    def set_legal_hold(self, session_id: str, hold: bool) -> bool:
+        """Hold or release a session; a hold is not activity, so it leaves the retention clock alone."""
+        with self._database.write() as tx:
+            if self._get(tx, session_id) is None:
+                return False
+            tx.execute(self._sql.set_legal_hold, {"namespace": self.namespace, "id": session_id, "hold": bool(hold)})
+        return True
+
     def end(self, session_id: str, reason: str) -> bool:
         return self._update(self._sql.end_session, session_id, reason=reason)
 
@@ -176,4 +186,6 @@ def _session_info(row: Row) -> SessionInfo:
         end_reason=row[8],
         created_at=to_timestamp_text(row[9]),
         updated_at=to_timestamp_text(row[10]),
+        subject_id=row[12],
+        legal_hold=bool(row[13]),
     )

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from threadloom.storage.blocks import SqlContextProvider, SqlPromptStore, SqlSkillState
 from threadloom.storage.database import utc_now
+from threadloom.storage.lifecycle import SqlLifecycleStorage
 from threadloom.storage.migrations import apply_migrations, load_migrations
 from threadloom.storage.registry import SqlSessionRegistry
 from threadloom.storage.search_entries import SqlSearchProvider
@@ -69,3 +70,7 @@ class SqlStore:
 
     def registry(self, namespace: str = "default") -> SqlSessionRegistry:
         return SqlSessionRegistry(self._ready(), self.sql, namespace)
+
+    def lifecycle(self) -> SqlLifecycleStorage:
+        """Whole-session export/import and deletion across namespaces (``threadloom.lifecycle``)."""
+        return SqlLifecycleStorage(self._ready(), self.sql)

@@ -32,6 +32,7 @@ from threadloom.tokens import estimate_message_tokens, estimate_single_message_t
 if TYPE_CHECKING:
     from threadloom.storage.database import Database, Executor, Row
     from threadloom.storage.dialect import SqlDialect
+    from threadloom.storage.snapshot import CompactionRow, MessageRow
 
 
 class SqlSessionProvider:
@@ -360,6 +361,63 @@ class SqlSessionProvider:
             if tx.query(self._sql.get_message_meta, self._params(id=to_message_id)):
                 self._recompute_subtrees(tx, [to_message_id])
         return stored
+
+    def restore(
+        self,
+        tx: Executor,
+        rows: list[MessageRow],
+        compactions: list[CompactionRow],
+        *,
+        leaf_id: str | None,
+        next_seq: int,
+    ) -> None:
+        """Write an exported tree back row for row (import), inside the caller's transaction.
+
+        Ids, insertion order, timestamps and overlays are kept; depth, token estimates and
+        the search index are rebuilt exactly as appends would have built them.
+        """
+        tx.execute(self._sql.import_head, self._params(leaf=leaf_id, next_seq=next_seq))
+        estimates: dict[str, tuple[int, int]] = {}
+        for row in sorted(rows, key=lambda item: item.seq):
+            prepared = _PreparedMessage(row.message)
+            depth, path_tokens = 0, prepared.tokens
+            if row.parent_id is not None:
+                parent = estimates.get(row.parent_id)
+                if parent is None:
+                    raise ValidationError(f"Message {row.id!r} comes before its parent {row.parent_id!r}")
+                depth, path_tokens = parent[0] + 1, parent[1] + prepared.tokens
+            estimates[row.id] = (depth, path_tokens)
+            tx.execute(
+                self._sql.insert_message,
+                self._params(
+                    id=row.id,
+                    seq=row.seq,
+                    parent_id=row.parent_id,
+                    role=prepared.role,
+                    content=prepared.content,
+                    depth=depth,
+                    tokens=prepared.tokens,
+                    path_tokens=path_tokens,
+                    created_at=row.created_at,
+                ),
+            )
+            tx.execute(self._sql.index_message, self._params(id=row.id, **self._sql.index_params(prepared.text)))
+        for compaction in compactions:
+            tx.execute(
+                self._sql.insert_compaction,
+                self._params(
+                    id=compaction.id,
+                    seq=compaction.seq,
+                    summary=compaction.summary,
+                    from_id=compaction.from_message_id,
+                    to_id=compaction.to_message_id,
+                    request_key=compaction.request_key,
+                    created_at=compaction.created_at,
+                ),
+            )
+        targets = sorted({c.to_message_id for c in compactions if c.to_message_id in estimates})
+        if targets:
+            self._recompute_subtrees(tx, targets)
 
     # ---------------------------------------------------------------- helpers
 

@@ -17,7 +17,7 @@ from threadloom.storage.dialect import SqlDialect
 _NEXT_ACTIVITY = "(SELECT COALESCE(MAX(activity_seq), 0) + 1 FROM threadloom_sessions WHERE namespace = :namespace)"
 _SESSION_COLUMNS = (
     "id, name, parent_session_id, model, source, input_tokens, output_tokens, estimated_cost, end_reason, "
-    "created_at, updated_at, activity_seq"
+    "created_at, updated_at, activity_seq, subject_id, legal_hold"
 )
 _MATCH = "CAST(:match AS tsquery)"
 # The leaf a read starts from: the given id, or the session's latest leaf when none is given.
@@ -191,9 +191,9 @@ class PostgresSql(SqlDialect):
     )
 
     insert_session = (
-        "INSERT INTO threadloom_sessions (id, namespace, name, parent_session_id, model, source, created_at, "
-        "updated_at, activity_seq) VALUES (:id, :namespace, :name, :parent_session_id, :model, :source, :now, :now, "
-        f"{_NEXT_ACTIVITY})"
+        "INSERT INTO threadloom_sessions (id, namespace, name, parent_session_id, model, source, subject_id, "
+        "created_at, updated_at, activity_seq) VALUES (:id, :namespace, :name, :parent_session_id, :model, :source, "
+        f":subject_id, :now, :now, {_NEXT_ACTIVITY})"
     )
     get_session = f"SELECT {_SESSION_COLUMNS} FROM threadloom_sessions WHERE namespace = :namespace AND id = :id"
     count_sessions = "SELECT COUNT(*) FROM threadloom_sessions WHERE namespace = :namespace"
@@ -226,7 +226,60 @@ class PostgresSql(SqlDialect):
         "WHERE namespace = :namespace AND id = :id"
     )
     delete_session = "DELETE FROM threadloom_sessions WHERE namespace = :namespace AND id = :id"
+    set_legal_hold = "UPDATE threadloom_sessions SET legal_hold = :hold WHERE namespace = :namespace AND id = :id"
     delete_head = "DELETE FROM threadloom_session_heads WHERE session_id = :sid"
+
+    # Data lifecycle: whole-session export/import, retention and subject erasure (threadloom.lifecycle).
+    export_head = "SELECT leaf_id, next_seq FROM threadloom_session_heads WHERE session_id = :sid"
+    export_messages = (
+        "SELECT id, parent_id, seq, content, created_at FROM threadloom_messages WHERE session_id = :sid ORDER BY seq"
+    )
+    export_compactions = (
+        "SELECT id, seq, summary, from_message_id, to_message_id, request_key, created_at "
+        "FROM threadloom_compactions WHERE session_id = :sid ORDER BY seq"
+    )
+    export_blocks = (
+        "SELECT key, content, updated_at FROM threadloom_context_blocks WHERE session_id = :sid ORDER BY key"
+    )
+    session_namespace = "SELECT namespace FROM threadloom_sessions WHERE id = :id"
+    import_session = (
+        "INSERT INTO threadloom_sessions (id, namespace, name, parent_session_id, model, source, input_tokens, "
+        "output_tokens, estimated_cost, end_reason, subject_id, legal_hold, created_at, updated_at, activity_seq) "
+        "VALUES (:id, :namespace, :name, :parent_session_id, :model, :source, :input_tokens, :output_tokens, "
+        f":estimated_cost, :end_reason, :subject_id, :legal_hold, :created_at, :updated_at, {_NEXT_ACTIVITY})"
+    )
+    import_head = "INSERT INTO threadloom_session_heads (session_id, leaf_id, next_seq) VALUES (:sid, :leaf, :next_seq)"
+    import_block = (
+        "INSERT INTO threadloom_context_blocks (key, session_id, content, updated_at) "
+        "VALUES (:key, :sid, :content, :updated_at)"
+    )
+    subject_sessions = (
+        "SELECT id FROM threadloom_sessions WHERE namespace = :namespace AND subject_id = :subject ORDER BY id"
+    )
+    child_sessions = (
+        "SELECT id FROM threadloom_sessions WHERE namespace = :namespace AND parent_session_id = :parent ORDER BY id"
+    )
+    message_ids = "SELECT id FROM threadloom_messages WHERE session_id = :sid"
+    compaction_ids = "SELECT id FROM threadloom_compactions WHERE session_id = :sid"
+    block_keys = "SELECT key FROM threadloom_context_blocks WHERE session_id = :sid"
+    # Oldest inactive, unheld sessions first; keyset on (updated_at, id); '' namespace means every namespace.
+    expired_sessions = (
+        "SELECT namespace, id, updated_at FROM threadloom_sessions "
+        "WHERE NOT legal_hold AND updated_at < CAST(:cutoff AS timestamptz) "
+        "AND (CAST(:namespace AS text) = '' OR namespace = :namespace) "
+        "AND (updated_at > CAST(:after_time AS timestamptz) "
+        "OR (updated_at = CAST(:after_time AS timestamptz) AND id > :after_id)) "
+        "ORDER BY updated_at, id LIMIT :limit"
+    )
+    # Re-checked inside the deleting transaction (row locked): a session touched or held meanwhile is kept.
+    lock_expired_session = (
+        "SELECT 1 FROM threadloom_sessions WHERE namespace = :namespace AND id = :id AND NOT legal_hold "
+        "AND updated_at < CAST(:cutoff AS timestamptz) FOR UPDATE"
+    )
+    lock_session = "SELECT 1 FROM threadloom_sessions WHERE namespace = :namespace AND id = :id FOR UPDATE"
+    # The tsvector lives in the deleted row itself; autovacuum reclaims dead tuples (docs/lifecycle.md).
+    erase_setup = ""
+    purge_statements = ()
 
     # ------------------------------------------------ PostgreSQL-only statements
 

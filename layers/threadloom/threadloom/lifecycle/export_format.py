@@ -1,0 +1,471 @@
+"""The export file: versioned JSON Lines, one record per line, sealed by a checksum footer.
+
+The layout is documented in docs/export-format.md. Writing streams (a session at a time);
+reading validates everything before anything is imported: the header's format and version,
+every record's shape, the same limits the HTTP API enforces, the tree's references, and the
+footer's record count and SHA-256 over every preceding line, so a truncated or edited file
+is refused as a whole.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Protocol
+
+from threadloom.core.messages import validate_message
+from threadloom.errors import ValidationError
+from threadloom.storage.database import utc_now
+from threadloom.storage.snapshot import BlockRow, CompactionRow, MessageRow, SessionSnapshot
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator
+    from typing import IO
+
+FORMAT_NAME: Final = "threadloom-export"
+FORMAT_VERSION: Final = 1
+PROMPT_KEY_PREFIX: Final = "_system_prompt_"
+
+
+class ExportFormatError(ValidationError):
+    """The file is not a complete, valid export this version can read (nothing was imported)."""
+
+
+class UnsupportedVersionError(ExportFormatError):
+    """The file was written by a newer Threadloom in a format version this one cannot read."""
+
+
+class ImportLimits(Protocol):
+    """The bounds an import enforces: the deployment profile's ``limits`` (the HTTP API's)."""
+
+    @property
+    def max_message_bytes(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class DefaultImportLimits:
+    """The API's defaults, for imports run without a profile (the CLI over a bare database)."""
+
+    max_message_bytes: int = 256 * 1024
+
+
+MAX_NAME_CHARS: Final = 1024
+MAX_ID_CHARS: Final = 256
+
+
+@dataclass(frozen=True, slots=True)
+class ExportHeader:
+    version: int
+    exported_at: str
+    namespace: str | None
+
+
+# ------------------------------------------------------------------ writing
+
+
+def _line(record: dict[str, Any]) -> bytes:
+    return (json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False) + "\n").encode("utf-8")
+
+
+def snapshot_records(snapshot: SessionSnapshot) -> Iterator[dict[str, Any]]:
+    """The records of one session, in file order."""
+    sid = snapshot.id
+    yield {
+        "type": "session",
+        "id": sid,
+        "name": snapshot.name,
+        "parent_session_id": snapshot.parent_session_id,
+        "model": snapshot.model,
+        "source": snapshot.source,
+        "subject_id": snapshot.subject_id,
+        "legal_hold": snapshot.legal_hold,
+        "end_reason": snapshot.end_reason,
+        "created_at": snapshot.created_at,
+        "updated_at": snapshot.updated_at,
+        "usage": {
+            "input_tokens": snapshot.input_tokens,
+            "output_tokens": snapshot.output_tokens,
+            "estimated_cost": snapshot.estimated_cost,
+        },
+        "leaf_id": snapshot.leaf_id,
+        "next_seq": snapshot.next_seq,
+    }
+    for row in snapshot.messages:
+        yield {
+            "type": "message",
+            "session_id": sid,
+            "id": row.id,
+            "parent_id": row.parent_id,
+            "seq": row.seq,
+            "created_at": row.created_at,
+            "message": row.message,
+        }
+    for overlay in snapshot.compactions:
+        yield {
+            "type": "compaction",
+            "session_id": sid,
+            "id": overlay.id,
+            "seq": overlay.seq,
+            "summary": overlay.summary,
+            "from_message_id": overlay.from_message_id,
+            "to_message_id": overlay.to_message_id,
+            "request_key": overlay.request_key,
+            "created_at": overlay.created_at,
+        }
+    for block in snapshot.blocks:
+        if block.key == f"{PROMPT_KEY_PREFIX}{sid}":
+            yield {"type": "prompt", "session_id": sid, "content": block.content, "updated_at": block.updated_at}
+        else:
+            yield {
+                "type": "block",
+                "session_id": sid,
+                "key": block.key,
+                "content": block.content,
+                "updated_at": block.updated_at,
+            }
+    if snapshot.loaded_skills:
+        yield {"type": "loaded_skills", "session_id": sid, "skills": list(snapshot.loaded_skills)}
+
+
+class ExportWriter:
+    """Writes the header, then whole sessions, then the footer that seals the file."""
+
+    def __init__(self, stream: IO[bytes], *, namespace: str | None = None) -> None:
+        self._stream = stream
+        self._digest = hashlib.sha256()
+        self._records = 0
+        self._sessions = 0
+        header = {"type": "header", "format": FORMAT_NAME, "version": FORMAT_VERSION, "exported_at": utc_now()}
+        if namespace is not None:
+            header["namespace"] = namespace
+        self._write(header)
+
+    def _write(self, record: dict[str, Any]) -> None:
+        line = _line(record)
+        self._digest.update(line)
+        self._records += 1
+        self._stream.write(line)
+
+    def add(self, snapshot: SessionSnapshot) -> None:
+        for record in snapshot_records(snapshot):
+            self._write(record)
+        self._sessions += 1
+
+    def close(self) -> None:
+        footer = {
+            "type": "footer",
+            "sessions": self._sessions,
+            "records": self._records + 1,
+            "sha256": self._digest.hexdigest(),
+        }
+        self._stream.write(_line(footer))
+
+    @property
+    def sessions(self) -> int:
+        return self._sessions
+
+
+def write_export(snapshots: Iterable[SessionSnapshot], stream: IO[bytes], *, namespace: str | None = None) -> int:
+    """Write a complete export; returns the number of sessions written."""
+    writer = ExportWriter(stream, namespace=namespace)
+    for snapshot in snapshots:
+        writer.add(snapshot)
+    writer.close()
+    return writer.sessions
+
+
+# ------------------------------------------------------------------ reading
+
+
+def read_export(stream: IO[bytes], limits: ImportLimits | None = None) -> tuple[ExportHeader, list[SessionSnapshot]]:
+    """Parse and validate a whole export; raises :class:`ExportFormatError` naming the first problem."""
+    checks = limits or DefaultImportLimits()
+    digest = hashlib.sha256()
+    header: ExportHeader | None = None
+    builder: _SessionBuilder | None = None
+    sessions: list[SessionSnapshot] = []
+    seen_ids: set[str] = set()
+    records = 0
+    footer: dict[str, Any] | None = None
+    for number, raw in enumerate(stream, start=1):
+        if footer is not None:
+            raise ExportFormatError(f"Line {number}: data after the footer")
+        record = _parse_line(raw, number)
+        kind = record.get("type")
+        if header is None:
+            header = _header(record, number)
+        elif kind == "footer":
+            footer = record
+            break_digest = digest.hexdigest()
+            _check_footer(
+                footer, number, records=records, sessions=len(sessions) + (builder is not None), sha=break_digest
+            )
+            continue
+        elif kind == "session":
+            if builder is not None:
+                sessions.append(builder.finish())
+            builder = _SessionBuilder(record, number, checks)
+            if builder.id in seen_ids:
+                raise ExportFormatError(f"Line {number}: session {builder.id!r} appears twice")
+            seen_ids.add(builder.id)
+        elif kind in ("message", "compaction", "block", "prompt", "loaded_skills"):
+            if builder is None or record.get("session_id") != builder.id:
+                raise ExportFormatError(f"Line {number}: a {kind} record must follow its session's record")
+            builder.add(kind, record, number)
+        else:
+            raise ExportFormatError(f"Line {number}: unknown record type {kind!r}")
+        digest.update(raw)
+        records += 1
+    if header is None:
+        raise ExportFormatError("The file is empty; an export starts with a header line")
+    if footer is None:
+        raise ExportFormatError("The file is truncated: the footer line is missing (nothing was imported)")
+    if builder is not None:
+        sessions.append(builder.finish())
+    return header, sessions
+
+
+def _parse_line(raw: bytes, number: int) -> dict[str, Any]:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ExportFormatError(f"Line {number} is not UTF-8: {exc}") from exc
+    if not text.endswith("\n"):
+        raise ExportFormatError(f"Line {number} is cut short (no line end): the file is truncated")
+    try:
+        record = json.loads(text, parse_constant=_no_constant)
+    except ValueError as exc:
+        raise ExportFormatError(f"Line {number} is not valid JSON: {exc}") from exc
+    if not isinstance(record, dict):
+        raise ExportFormatError(f"Line {number} must be a JSON object")
+    _check_text_rules(record, number)
+    return record
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _check_text_rules(value: Any, number: int) -> None:
+    """No NUL characters and no lone surrogates: what PostgreSQL and UTF-8 refuse, refused on every backend."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                raise ExportFormatError(f"Line {number} contains a NUL character")
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise ExportFormatError(f"Line {number} contains a lone surrogate") from exc
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def _header(record: dict[str, Any], number: int) -> ExportHeader:
+    if record.get("type") != "header" or record.get("format") != FORMAT_NAME:
+        raise ExportFormatError(f"Line {number}: not a Threadloom export (the first line must be its header)")
+    version = record.get("version")
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ExportFormatError(f"Line {number}: the header's version must be a positive integer")
+    if version > FORMAT_VERSION:
+        raise UnsupportedVersionError(
+            f"This export uses format version {version}, newer than this Threadloom reads "
+            f"(version {FORMAT_VERSION}); upgrade Threadloom to import it"
+        )
+    namespace = record.get("namespace")
+    return ExportHeader(version, str(record.get("exported_at", "")), namespace if isinstance(namespace, str) else None)
+
+
+def _check_footer(footer: dict[str, Any], number: int, *, records: int, sessions: int, sha: str) -> None:
+    if footer.get("records") != records + 1 or footer.get("sessions") != sessions:
+        raise ExportFormatError(
+            f"Line {number}: the footer counts {footer.get('records')} records and {footer.get('sessions')} sessions "
+            f"but the file holds {records + 1} and {sessions}: records are missing or were added"
+        )
+    if footer.get("sha256") != sha:
+        raise ExportFormatError(
+            f"Line {number}: checksum mismatch: the file was modified after export (nothing was imported)"
+        )
+
+
+# ------------------------------------------------------------- validation
+
+
+def _field(
+    record: dict[str, Any], name: str, number: int, kind: type | tuple[type, ...], *, optional: bool = False
+) -> Any:
+    value = record.get(name)
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) and kind is not bool:
+        value = object()  # a bool is never a number here
+    if not isinstance(value, kind):
+        raise ExportFormatError(f"Line {number}: field {name!r} is missing or has the wrong type")
+    return value
+
+
+def _text(record: dict[str, Any], name: str, number: int, *, max_chars: int, optional: bool = False) -> Any:
+    value = _field(record, name, number, str, optional=optional)
+    if value is not None and len(value) > max_chars:
+        raise ExportFormatError(f"Line {number}: field {name!r} is longer than {max_chars} characters")
+    if value == "" and not optional and name in ("id", "session_id"):
+        raise ExportFormatError(f"Line {number}: field {name!r} is empty")
+    return value
+
+
+def _count(record: dict[str, Any], name: str, number: int) -> int:
+    value = _field(record, name, number, int)
+    if value < 0 or value > 10**15:
+        raise ExportFormatError(f"Line {number}: field {name!r} is out of range")
+    return int(value)
+
+
+def _json_size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+class _SessionBuilder:
+    """Collects one session's records and checks that they form a consistent tree."""
+
+    def __init__(self, record: dict[str, Any], number: int, limits: ImportLimits) -> None:
+        self._limits = limits
+        self.id: str = _text(record, "id", number, max_chars=MAX_ID_CHARS)
+        usage = _field(record, "usage", number, dict)
+        cost = _field(usage, "estimated_cost", number, (int, float))
+        if not math.isfinite(cost) or cost < 0 or cost > 1e12:
+            raise ExportFormatError(f"Line {number}: usage.estimated_cost is out of range")
+        next_seq = _count(record, "next_seq", number)
+        self._fields: dict[str, Any] = {
+            "id": self.id,
+            "name": _text(record, "name", number, max_chars=MAX_NAME_CHARS),
+            "parent_session_id": _text(record, "parent_session_id", number, max_chars=MAX_ID_CHARS, optional=True),
+            "model": _text(record, "model", number, max_chars=MAX_NAME_CHARS, optional=True),
+            "source": _text(record, "source", number, max_chars=MAX_NAME_CHARS, optional=True),
+            "subject_id": _text(record, "subject_id", number, max_chars=MAX_NAME_CHARS, optional=True),
+            "legal_hold": _field(record, "legal_hold", number, bool),
+            "end_reason": _text(record, "end_reason", number, max_chars=MAX_NAME_CHARS, optional=True),
+            "created_at": _text(record, "created_at", number, max_chars=64),
+            "updated_at": _text(record, "updated_at", number, max_chars=64),
+            "input_tokens": _count(usage, "input_tokens", number),
+            "output_tokens": _count(usage, "output_tokens", number),
+            "estimated_cost": float(cost),
+            "leaf_id": _text(record, "leaf_id", number, max_chars=MAX_ID_CHARS, optional=True),
+            "next_seq": next_seq,
+        }
+        self._line = number
+        self._messages: list[MessageRow] = []
+        self._message_ids: set[str] = set()
+        self._seqs: set[int] = set()
+        self._compactions: list[CompactionRow] = []
+        self._blocks: list[BlockRow] = []
+        self._skills: list[str] | None = None
+
+    def _seq(self, record: dict[str, Any], number: int) -> int:
+        seq = _count(record, "seq", number)
+        if seq < 1 or seq >= self._fields["next_seq"] or seq in self._seqs:
+            raise ExportFormatError(f"Line {number}: seq {seq} is not unique and below the session's next_seq")
+        self._seqs.add(seq)
+        return seq
+
+    def add(self, kind: str, record: dict[str, Any], number: int) -> None:
+        if kind == "message":
+            self._add_message(record, number)
+        elif kind == "compaction":
+            self._compactions.append(
+                CompactionRow(
+                    id=_text(record, "id", number, max_chars=MAX_ID_CHARS),
+                    seq=self._seq(record, number),
+                    summary=self._content(record, "summary", number),
+                    from_message_id=self._known(record, "from_message_id", number),
+                    to_message_id=self._known(record, "to_message_id", number),
+                    request_key=_text(record, "request_key", number, max_chars=MAX_NAME_CHARS, optional=True),
+                    created_at=_text(record, "created_at", number, max_chars=64),
+                )
+            )
+        elif kind in ("block", "prompt"):
+            key = f"{PROMPT_KEY_PREFIX}{self.id}" if kind == "prompt" else _text(record, "key", number, max_chars=512)
+            if not key.endswith(f"_{self.id}") or any(block.key == key for block in self._blocks):
+                raise ExportFormatError(f"Line {number}: block key {key!r} does not belong to session {self.id!r}")
+            content = self._content(record, "content", number)
+            self._blocks.append(BlockRow(key, content, _text(record, "updated_at", number, max_chars=64)))
+        else:
+            skills = _field(record, "skills", number, list)
+            if self._skills is not None or not all(isinstance(skill, str) and skill for skill in skills):
+                raise ExportFormatError(f"Line {number}: loaded_skills must appear once and list non-empty strings")
+            self._skills = list(skills)
+
+    def _content(self, record: dict[str, Any], name: str, number: int) -> str:
+        value: str = _field(record, name, number, str)
+        size = len(value.encode("utf-8"))
+        if size > self._limits.max_message_bytes:
+            raise ExportFormatError(
+                f"Line {number}: {name} is {size} bytes; the limit is {self._limits.max_message_bytes} bytes"
+            )
+        return value
+
+    def _known(self, record: dict[str, Any], name: str, number: int) -> str:
+        value: str = _text(record, name, number, max_chars=MAX_ID_CHARS)
+        if value not in self._message_ids:
+            raise ExportFormatError(f"Line {number}: {name} {value!r} is not a message of session {self.id!r}")
+        return value
+
+    def _add_message(self, record: dict[str, Any], number: int) -> None:
+        message_id = _text(record, "id", number, max_chars=MAX_ID_CHARS)
+        message = _field(record, "message", number, dict)
+        try:
+            validate_message(message)
+        except ValidationError as exc:
+            raise ExportFormatError(f"Line {number}: {exc}") from exc
+        if message.get("id") != message_id:
+            raise ExportFormatError(f"Line {number}: the message's id differs from the record's id {message_id!r}")
+        size = _json_size(message)
+        if size > self._limits.max_message_bytes:
+            raise ExportFormatError(
+                f"Line {number}: message {message_id!r} is {size} bytes; "
+                f"the limit is {self._limits.max_message_bytes} bytes"
+            )
+        if message_id in self._message_ids:
+            raise ExportFormatError(f"Line {number}: message {message_id!r} appears twice in session {self.id!r}")
+        seq = self._seq(record, number)
+        parent_id = _text(record, "parent_id", number, max_chars=MAX_ID_CHARS, optional=True)
+        if parent_id is not None and parent_id not in self._message_ids:
+            raise ExportFormatError(f"Line {number}: parent {parent_id!r} of message {message_id!r} is not before it")
+        if self._messages and seq <= self._messages[-1].seq:
+            raise ExportFormatError(f"Line {number}: messages must be in insertion (seq) order")
+        self._message_ids.add(message_id)
+        self._messages.append(
+            MessageRow(message_id, parent_id, seq, _text(record, "created_at", number, max_chars=64), message)
+        )
+
+    def finish(self) -> SessionSnapshot:
+        leaf = self._fields["leaf_id"]
+        if (leaf is None) != (not self._messages) or (leaf is not None and leaf not in self._message_ids):
+            raise ExportFormatError(f"Line {self._line}: leaf_id {leaf!r} is not a message of session {self.id!r}")
+        return SessionSnapshot(
+            **self._fields,
+            messages=self._messages,
+            compactions=self._compactions,
+            blocks=self._blocks,
+            loaded_skills=self._skills or [],
+        )
+
+
+__all__ = [
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "DefaultImportLimits",
+    "ExportFormatError",
+    "ExportHeader",
+    "ExportWriter",
+    "ImportLimits",
+    "UnsupportedVersionError",
+    "read_export",
+    "snapshot_records",
+    "write_export",
+]

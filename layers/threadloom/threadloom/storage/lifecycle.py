@@ -1,0 +1,202 @@
+"""Whole-session reads, writes and deletes on SQL, for export/import, retention and erasure.
+
+Every operation works on complete sessions inside one transaction, so a reader never sees,
+and an interrupted sweep never leaves, half a session. The statements are each backend's
+(``SqlDialect``); :mod:`threadloom.lifecycle` uses this through its ``LifecycleStorage`` Protocol.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from threadloom.core.messages import parse_stored_message
+from threadloom.errors import ConflictError, ValidationError
+from threadloom.storage.database import to_timestamp_text
+from threadloom.storage.snapshot import (
+    BlockRow,
+    CompactionRow,
+    ExpiredSession,
+    MessageRow,
+    RemovedRows,
+    SessionSnapshot,
+)
+from threadloom.storage.tree import SqlSessionProvider
+
+if TYPE_CHECKING:
+    from threadloom.storage.database import Database, Executor
+    from threadloom.storage.dialect import SqlDialect
+
+
+class SqlLifecycleStorage:
+    """Complete sessions in and out of one SQL database, across namespaces."""
+
+    def __init__(self, database: Database, sql: type[SqlDialect]) -> None:
+        self._database = database
+        self._sql = sql
+
+    # ------------------------------------------------------------------ reads
+
+    def read_session(self, namespace: str, session_id: str) -> SessionSnapshot | None:
+        """Everything stored for the session, from one consistent snapshot."""
+        sid = {"sid": session_id}
+        with self._database.read() as tx:
+            rows = tx.query(self._sql.get_session, {"namespace": namespace, "id": session_id})
+            if not rows:
+                return None
+            info = rows[0]
+            head = tx.query(self._sql.export_head, sid)
+            messages = []
+            for message_id, parent_id, seq, content, created_at in tx.query(self._sql.export_messages, sid):
+                message = parse_stored_message(content)
+                if message is None:
+                    raise ValidationError(f"Stored message {message_id!r} of session {session_id!r} is corrupt")
+                messages.append(MessageRow(message_id, parent_id, int(seq), to_timestamp_text(created_at), message))
+            compactions = [
+                CompactionRow(row[0], int(row[1]), row[2], row[3], row[4], row[5], to_timestamp_text(row[6]))
+                for row in tx.query(self._sql.export_compactions, sid)
+            ]
+            blocks = [
+                BlockRow(key, content, to_timestamp_text(updated))
+                for key, content, updated in tx.query(self._sql.export_blocks, sid)
+            ]
+            skills = [row[0] for row in tx.query(self._sql.get_loaded_skills, sid)]
+        return SessionSnapshot(
+            id=info[0],
+            name=info[1],
+            parent_session_id=info[2],
+            model=info[3],
+            source=info[4],
+            input_tokens=int(info[5]),
+            output_tokens=int(info[6]),
+            estimated_cost=float(info[7]),
+            end_reason=info[8],
+            created_at=to_timestamp_text(info[9]),
+            updated_at=to_timestamp_text(info[10]),
+            subject_id=info[12],
+            legal_hold=bool(info[13]),
+            leaf_id=head[0][0] if head else None,
+            next_seq=int(head[0][1]) if head else 1,
+            messages=messages,
+            compactions=compactions,
+            blocks=blocks,
+            loaded_skills=skills,
+        )
+
+    def session_namespace(self, session_id: str) -> str | None:
+        """The namespace holding ``session_id`` (session ids are unique across namespaces), or None."""
+        with self._database.read() as tx:
+            rows = tx.query(self._sql.session_namespace, {"id": session_id})
+        return str(rows[0][0]) if rows else None
+
+    def subject_session_ids(self, namespace: str, subject_id: str) -> list[str]:
+        with self._database.read() as tx:
+            rows = tx.query(self._sql.subject_sessions, {"namespace": namespace, "subject": subject_id})
+        return [row[0] for row in rows]
+
+    def child_session_ids(self, namespace: str, session_id: str) -> list[str]:
+        """Forks and split continuations made from ``session_id``."""
+        with self._database.read() as tx:
+            rows = tx.query(self._sql.child_sessions, {"namespace": namespace, "parent": session_id})
+        return [row[0] for row in rows]
+
+    def expired_sessions(
+        self, cutoff: str, *, namespace: str = "", limit: int, after: ExpiredSession | None = None
+    ) -> list[ExpiredSession]:
+        """Unheld sessions last active before ``cutoff``, oldest first; ``namespace=""`` means all namespaces."""
+        params = {
+            "cutoff": cutoff,
+            "namespace": namespace,
+            "limit": int(limit),
+            "after_time": after.updated_at if after else "0001-01-01T00:00:00.000Z",
+            "after_id": after.id if after else "",
+        }
+        with self._database.read() as tx:
+            rows = tx.query(self._sql.expired_sessions, params)
+        return [ExpiredSession(row[0], row[1], to_timestamp_text(row[2])) for row in rows]
+
+    # ----------------------------------------------------------------- writes
+
+    def write_sessions(self, namespace: str, snapshots: list[SessionSnapshot]) -> None:
+        """Insert whole sessions, all in one transaction: any failure leaves the database untouched."""
+        with self._database.write() as tx:
+            for snapshot in snapshots:
+                if tx.query(self._sql.session_namespace, {"id": snapshot.id}):
+                    raise ConflictError(f"Session {snapshot.id!r} already exists")
+                self._write_session(tx, namespace, snapshot)
+
+    def _write_session(self, tx: Executor, namespace: str, snapshot: SessionSnapshot) -> None:
+        tx.execute(
+            self._sql.import_session,
+            {
+                "id": snapshot.id,
+                "namespace": namespace,
+                "name": snapshot.name,
+                "parent_session_id": snapshot.parent_session_id,
+                "model": snapshot.model,
+                "source": snapshot.source,
+                "input_tokens": snapshot.input_tokens,
+                "output_tokens": snapshot.output_tokens,
+                "estimated_cost": snapshot.estimated_cost,
+                "end_reason": snapshot.end_reason,
+                "subject_id": snapshot.subject_id,
+                "legal_hold": snapshot.legal_hold,
+                "created_at": snapshot.created_at,
+                "updated_at": snapshot.updated_at,
+            },
+        )
+        tree = SqlSessionProvider(self._database, self._sql, snapshot.id)
+        tree.restore(tx, snapshot.messages, snapshot.compactions, leaf_id=snapshot.leaf_id, next_seq=snapshot.next_seq)
+        for block in snapshot.blocks:
+            tx.execute(
+                self._sql.import_block,
+                {"key": block.key, "sid": snapshot.id, "content": block.content, "updated_at": block.updated_at},
+            )
+        for skill in snapshot.loaded_skills:
+            tx.execute(self._sql.add_loaded_skill, {"sid": snapshot.id, "skill_id": skill})
+
+    def delete_session(
+        self, namespace: str, session_id: str, *, expired_before: str | None = None
+    ) -> RemovedRows | None:
+        """Remove the session whole (D12) in one transaction; None when absent.
+
+        With ``expired_before`` the session is removed only if, inside that transaction, it is
+        still unheld and last active before that time (a concurrent append or hold wins).
+        """
+        sid = {"sid": session_id}
+        key = {"namespace": namespace, "id": session_id}
+        with self._database.write() as tx:
+            if self._sql.erase_setup:
+                tx.execute(self._sql.erase_setup)
+            if expired_before is None:
+                present = tx.query(self._sql.lock_session, key)
+            else:
+                present = tx.query(self._sql.lock_expired_session, {**key, "cutoff": expired_before})
+            if not present:
+                return None
+            removed = RemovedRows(
+                session_id=session_id,
+                message_ids=[row[0] for row in tx.query(self._sql.message_ids, sid)],
+                compaction_ids=[row[0] for row in tx.query(self._sql.compaction_ids, sid)],
+                block_keys=[row[0] for row in tx.query(self._sql.block_keys, sid)],
+                loaded_skills=[row[0] for row in tx.query(self._sql.get_loaded_skills, sid)],
+            )
+            if self._sql.unindex_session:
+                tx.execute(self._sql.unindex_session, sid)
+            tx.execute(self._sql.clear_messages, sid)
+            tx.execute(self._sql.clear_compactions, sid)
+            tx.execute(self._sql.delete_head, sid)
+            tx.execute(self._sql.delete_session_blocks, sid)
+            tx.execute(self._sql.clear_loaded_skills, sid)
+            tx.execute(self._sql.delete_session, key)
+        return removed
+
+    def purge_deleted(self) -> None:
+        """Drop what deleted rows may leave in index structures (after a batch of deletes, not per row)."""
+        if not self._sql.purge_statements:
+            return
+        with self._database.write() as tx:
+            for statement in self._sql.purge_statements:
+                tx.execute(statement)
+
+
+__all__ = ["SqlLifecycleStorage"]
