@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from threadloom import PostgresStore, Session
 from threadloom.cli import main
-from threadloom.storage.postgres.schema import render_plain_sql
+from threadloom.storage.postgres.schema import postgres_migrations, render_plain_sql
 
 from tests.support.messages import text_message
 from tests.support.postgres import admin_connection, connect_kwargs, create_database, drop_database, url_for
@@ -79,8 +79,9 @@ def test_many_processes_migrating_one_new_database_at_once_apply_each_version_on
     for store in stores:
         store.close()
     assert errors == []
-    assert sorted(results) == [[]] * 7 + [[1]]
-    assert catalog(fresh_database)["versions"] == [[1, "0001_initial.sql"]]
+    shipped = postgres_migrations()
+    assert sorted(results) == [[]] * 7 + [[migration.version for migration in shipped]]
+    assert catalog(fresh_database)["versions"] == [[migration.version, migration.name] for migration in shipped]
 
 
 def test_the_plain_sql_file_is_the_migrations_rendered() -> None:
