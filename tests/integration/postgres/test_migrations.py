@@ -163,5 +163,13 @@ def test_cli_migrates_the_database_the_environment_names(
 
 
 def test_cli_reports_an_unreachable_database(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["migrate", "--database-url", "postgresql://app@127.0.0.1:1/x"]) == 1
+    assert main(["migrate", "--database-url", "postgresql://app@127.0.0.1:1/x"]) == 6  # ExitCode.UNAVAILABLE
     assert "Cannot reach PostgreSQL at postgresql://app@127.0.0.1:1/x" in capsys.readouterr().err
+
+
+def test_cli_explains_the_tls_default_when_the_handshake_fails(capsys: pytest.CaptureFixture[str]) -> None:
+    # The test server speaks no TLS, so a verifying connection fails in the handshake.
+    url = url_for("postgres") + "?sslmode=verify-full"
+    assert main(["migrate", "--database-url", url]) == 6
+    err = capsys.readouterr().err
+    assert "TLS defaults to `verify`" in err and "sslmode=require" in err and "THREADLOOM_DB_TLS" in err

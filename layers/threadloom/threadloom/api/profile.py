@@ -97,6 +97,16 @@ class CompactionSpec(_Strict):
     min_tail_messages: Annotated[int, Field(ge=0)] = 2
 
 
+class RetentionSpec(_Strict):
+    """How long an inactive session is kept; ``None`` keeps sessions until they are deleted.
+
+    The retention sweep (a scheduled Lambda, or ``threadloom retention sweep``) removes whole
+    sessions whose last activity is older than ``inactive_days``, except those on legal hold.
+    """
+
+    inactive_days: Annotated[int, Field(gt=0)] | None = None
+
+
 def _limit_field(name: str) -> Any:
     """A profile field for one entry of the limits table: positive, at most its hard ceiling."""
     default = getattr(DEFAULT_LIMITS, name)
@@ -151,6 +161,7 @@ class Profile(_Strict):
     compaction: CompactionSpec = CompactionSpec()
     searchable_history: Annotated[str, Field(pattern=_LABEL)] | None = None
     limits: LimitsSpec = LimitsSpec()
+    retention: RetentionSpec = RetentionSpec()
 
     @model_validator(mode="after")
     def _unique_labels(self) -> Profile:
@@ -195,6 +206,7 @@ __all__ = [
     "LimitsSpec",
     "Profile",
     "PromptCacheSpec",
+    "RetentionSpec",
     "SearchBlock",
     "SkillsBlock",
     "StaticBlock",

@@ -1,0 +1,7 @@
+"""``python -m threadloom.cli``: the same as the ``threadloom`` command."""
+
+import sys
+
+from threadloom.cli import main
+
+sys.exit(main())

@@ -1,0 +1,377 @@
+"""The commands. Each one parses its options, calls the library (``threadloom.lifecycle``, the stores), and reports.
+
+Global options pick the database (``--database``), the namespace (tenant) and ``--json``; see docs/cli.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from threadloom.cli.output import ExitCode, Output
+from threadloom.cli.stores import DEFAULT_DATABASE, open_store, with_tls_hint
+from threadloom.errors import NotFoundError, StorageUnavailableError, ValidationError
+
+app = typer.Typer(
+    name="threadloom",
+    help="Operate Threadloom data: list, inspect, export, import, expire and erase sessions; migrate the schema.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+sessions_app = typer.Typer(help="List, inspect and hold sessions.", no_args_is_help=True)
+retention_app = typer.Typer(help="Remove sessions inactive for longer than the retention period.", no_args_is_help=True)
+app.add_typer(sessions_app, name="sessions")
+app.add_typer(retention_app, name="retention")
+
+
+@dataclasses.dataclass
+class State:
+    database: str
+    database_given: bool
+    namespace: str
+    out: Output
+
+    @contextmanager
+    def store(self) -> Any:
+        try:
+            store = open_store(self.database)
+        except StorageUnavailableError as error:
+            raise with_tls_hint(error) from error
+        try:
+            yield store
+        except StorageUnavailableError as error:
+            raise with_tls_hint(error) from error
+        finally:
+            store.close()
+
+
+def _state(ctx: typer.Context) -> State:
+    state = ctx.find_object(State)
+    assert state is not None  # set by the root callback for every command
+    return state
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    database: Annotated[
+        str | None,
+        typer.Option(
+            "--database",
+            "-d",
+            envvar="THREADLOOM_DATABASE_URL",
+            help=f"sqlite:///path/file.db or postgresql://user@host:5432/db [default: {DEFAULT_DATABASE}]",
+        ),
+    ] = None,
+    namespace: Annotated[
+        str,
+        typer.Option("--namespace", "-n", envvar="THREADLOOM_NAMESPACE", help="The tenant whose sessions to work on"),
+    ] = "local",
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document, for scripts")] = False,
+) -> None:
+    ctx.obj = State(database or DEFAULT_DATABASE, database is not None, namespace, Output.create(as_json=as_json))
+
+
+# ------------------------------------------------------------------ sessions
+
+
+@sessions_app.command("list")
+def sessions_list(
+    ctx: typer.Context,
+    limit: Annotated[int | None, typer.Option(min=1, help="At most this many, most recent activity first")] = None,
+) -> None:
+    """List the namespace's sessions, most recent activity first."""
+    state = _state(ctx)
+    with state.store() as store:
+        registry = store.registry(state.namespace)
+        infos = registry.list_page(limit=limit)[0] if limit else registry.list()
+    table = Table("id", "name", "subject", "hold", "updated", "tokens in/out", "cost")
+    for info in infos:
+        table.add_row(
+            info.id,
+            info.name,
+            info.subject_id or "",
+            "held" if info.legal_hold else "",
+            info.updated_at,
+            f"{info.input_tokens}/{info.output_tokens}",
+            f"{info.estimated_cost:g}",
+        )
+    state.out.result(
+        [dataclasses.asdict(info) for info in infos],
+        table=table if infos else None,
+        text=None if infos else f"No sessions in namespace {state.namespace!r}.",
+    )
+
+
+@sessions_app.command("show")
+def sessions_show(ctx: typer.Context, session_id: Annotated[str, typer.Argument(help="The session id")]) -> None:
+    """Show a session: its tree, overlays, blocks, loaded skills and usage."""
+    from threadloom.cli.summary import session_summary, summary_tables
+
+    state = _state(ctx)
+    with state.store() as store:
+        snapshot = store.lifecycle().read_session(state.namespace, session_id)
+    if snapshot is None:
+        raise NotFoundError(f"Session {session_id!r} not found in namespace {state.namespace!r}")
+    summary = session_summary(snapshot)
+    if state.out.as_json:
+        state.out.result(summary)
+        return
+    for table in summary_tables(summary):
+        state.out.stdout.print(table)
+
+
+@sessions_app.command("hold")
+def sessions_hold(
+    ctx: typer.Context,
+    session_id: Annotated[str, typer.Argument(help="The session id")],
+    release: Annotated[bool, typer.Option("--release", help="Lift the hold instead")] = False,
+) -> None:
+    """Put a session on legal hold (retention never removes it), or lift the hold."""
+    state = _state(ctx)
+    with state.store() as store:
+        if not store.registry(state.namespace).set_legal_hold(session_id, not release):
+            raise NotFoundError(f"Session {session_id!r} not found in namespace {state.namespace!r}")
+    verb = "released from" if release else "placed on"
+    state.out.result({"id": session_id, "legal_hold": not release}, text=f"Session {session_id} {verb} legal hold.")
+
+
+# ------------------------------------------------------------ export, import
+
+
+@app.command("export")
+def export(
+    ctx: typer.Context,
+    session_ids: Annotated[list[str] | None, typer.Argument(help="Sessions to export (default: all)")] = None,
+    output: Annotated[Path, typer.Option("--output", "-o", help="The file to write ('-' for stdout)")] = Path("-"),
+) -> None:
+    """Export sessions, whole and with their ids, to a JSONL file (docs/export-format.md)."""
+    from threadloom.lifecycle import export_sessions
+
+    state = _state(ctx)
+    with state.store() as store:
+        ids = session_ids or [info.id for info in store.registry(state.namespace).list()]
+        if str(output) == "-":
+            report = export_sessions(store.lifecycle(), state.namespace, ids, sys.stdout.buffer)
+            sys.stdout.flush()
+            return
+        partial = output.with_name(output.name + ".partial")
+        try:
+            with partial.open("wb") as stream, state.out.progress("Exporting", len(ids)) as advance:
+                report = export_sessions(
+                    store.lifecycle(), state.namespace, ids, stream, on_session=lambda _: advance()
+                )
+            partial.replace(output)  # a failed export never leaves a file that looks complete
+        finally:
+            partial.unlink(missing_ok=True)
+    state.out.result(
+        {"file": str(output), "sessions": report.sessions, "messages": report.messages, "bytes": output.stat().st_size},
+        text=f"Exported {report.sessions} sessions ({report.messages} messages) to {output}.",
+    )
+
+
+@app.command("import")
+def import_(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(help="An export file ('-' for stdin)", allow_dash=True)],
+    profile: Annotated[
+        Path | None, typer.Option(envvar="THREADLOOM_PROFILE", help="Deployment profile whose limits apply")
+    ] = None,
+) -> None:
+    """Import an export: all or nothing, ids kept, idempotent (sessions already present are left alone)."""
+    from threadloom.lifecycle import import_sessions
+
+    state = _state(ctx)
+    limits = _profile(profile).limits if profile else None
+    with state.store() as store:
+        if str(file) == "-":
+            report = import_sessions(store.lifecycle(), state.namespace, sys.stdin.buffer, limits=limits)
+        else:
+            try:
+                stream = file.open("rb")
+            except OSError as error:
+                raise ValidationError(f"Cannot read {file}: {error.strerror}") from error
+            with stream, state.out.progress("Validating and importing", None):
+                report = import_sessions(store.lifecycle(), state.namespace, stream, limits=limits)
+    state.out.result(
+        {"imported": report.imported, "unchanged": report.unchanged, "messages": report.messages},
+        text=f"Imported {len(report.imported)} sessions ({report.messages} messages); "
+        f"{len(report.unchanged)} already present and unchanged.",
+    )
+
+
+# ------------------------------------------------------------ delete, erase
+
+
+def _counts_table(counts: dict[str, int]) -> Table:
+    table = Table("removed", "count")
+    for kind, count in counts.items():
+        table.add_row(kind, str(count))
+    return table
+
+
+@app.command("delete")
+def delete(ctx: typer.Context, session_id: Annotated[str, typer.Argument(help="The session id")]) -> None:
+    """Delete one session and everything derived from it."""
+    from threadloom.lifecycle import Removal, remove_session
+
+    state = _state(ctx)
+    removal = Removal()
+    with state.store() as store:
+        storage = store.lifecycle()
+        if not remove_session(storage, state.namespace, session_id, removal):
+            raise NotFoundError(f"Session {session_id!r} not found in namespace {state.namespace!r}")
+        storage.purge_deleted()
+    counts = removal.ordered_counts()
+    state.out.result({"id": session_id, "counts": counts}, table=_counts_table(counts))
+
+
+@app.command("erase-subject")
+def erase_subject(ctx: typer.Context, subject_id: Annotated[str, typer.Argument(help="The data subject's id")]) -> None:
+    """Erase every session of a data subject (and forks and continuations made from them); print the receipt."""
+    from threadloom.lifecycle import erase_subject as erase
+    from threadloom.lifecycle import sessions_of_subject
+
+    state = _state(ctx)
+    with state.store() as store:
+        storage = store.lifecycle()
+        total = len(sessions_of_subject(storage, state.namespace, subject_id))
+        with state.out.progress("Erasing", total) as advance:
+            receipt = erase(storage, state.namespace, subject_id, on_session=lambda _: advance())
+    table = _counts_table(receipt.counts)
+    table.caption = f"erased at {receipt.erased_at}\n{receipt.digest}"
+    state.out.result(receipt.as_dict(), table=table)
+
+
+# ------------------------------------------------------------------ retention
+
+
+def _profile(path: Path | None) -> Any:
+    from threadloom.api.profile import load_profile
+
+    return load_profile(path)
+
+
+@retention_app.command("sweep")
+def retention_sweep(
+    ctx: typer.Context,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be removed; remove nothing")] = False,
+    inactive_days: Annotated[
+        int | None, typer.Option(min=1, help="Override the profile's retention.inactive_days")
+    ] = None,
+    profile: Annotated[
+        Path | None, typer.Option(envvar="THREADLOOM_PROFILE", help="Deployment profile (default: the bundled one)")
+    ] = None,
+    all_namespaces: Annotated[bool, typer.Option("--all-namespaces", help="Sweep every tenant")] = False,
+    batch_size: Annotated[int, typer.Option(min=1, help="Sessions read per batch")] = 100,
+    max_sessions: Annotated[int | None, typer.Option(min=1, help="Stop after removing this many")] = None,
+) -> None:
+    """Remove sessions inactive for longer than the retention period (legal holds are kept)."""
+    from threadloom.lifecycle import sweep
+
+    state = _state(ctx)
+    days = inactive_days if inactive_days is not None else _profile(profile).retention.inactive_days
+    if days is None:
+        raise typer.BadParameter(
+            "no retention period: set retention.inactive_days in the profile or pass --inactive-days",
+            param_hint="--inactive-days",
+        )
+    with state.store() as store, state.out.progress("Sweeping", None) as advance:
+        report = sweep(
+            store.lifecycle(),
+            inactive_days=days,
+            namespace="" if all_namespaces else state.namespace,
+            dry_run=dry_run,
+            batch_size=batch_size,
+            max_sessions=max_sessions,
+            on_session=lambda _: advance(),
+        )
+    listed = [{"namespace": item.namespace, "id": item.id, "updated_at": item.updated_at} for item in report.expired]
+    table = Table("namespace", "session", "last activity", title="would be removed" if dry_run else "removed")
+    for item in report.expired:
+        table.add_row(item.namespace, item.id, item.updated_at)
+    verb = "would remove" if dry_run else "removed"
+    state.out.result(
+        {
+            "cutoff": report.cutoff,
+            "dry_run": dry_run,
+            "sessions": listed,
+            "counts": report.counts,
+            "complete": report.complete,
+        },
+        table=table if report.expired else None,
+        text=f"Sweep {verb} {len(listed)} sessions inactive since before {report.cutoff}"
+        + ("" if report.complete else " (stopped early; run it again to continue)")
+        + ".",
+    )
+
+
+# ----------------------------------------------------------- schema, server
+
+
+@app.command("migrate")
+def migrate(
+    ctx: typer.Context,
+    database_url: Annotated[
+        str | None,
+        typer.Option(
+            help="postgresql://user:password@host:port/db?sslmode=… (default: --database, else THREADLOOM_DB_*)"
+        ),
+    ] = None,
+    print_sql: Annotated[
+        bool, typer.Option("--print-sql", help="Print the PostgreSQL migrations as one SQL script; touch no database")
+    ] = False,
+    after: Annotated[
+        int, typer.Option(metavar="VERSION", help="With --print-sql: only migrations newer than this")
+    ] = 0,
+) -> None:
+    """Create or upgrade the schema (idempotent, safe to run concurrently)."""
+    from threadloom.storage.postgres.schema import postgres_migrations, render_plain_sql
+
+    state = _state(ctx)
+    if print_sql:
+        sys.stdout.write(render_plain_sql(after_version=after))
+        return
+    if database_url is None and not state.database_given:
+        from threadloom.storage.postgres.store import PostgresStore
+
+        store: Any = PostgresStore.from_environment(auto_migrate=False)
+    else:
+        store = open_store(database_url or state.database)
+    try:
+        applied = store.migrate()
+    except StorageUnavailableError as error:
+        raise with_tls_hint(error) from error
+    finally:
+        store.close()
+    names = {migration.version: migration.name for migration in postgres_migrations()}
+    latest = max(names, default=0)
+    lines = [f"applied {names.get(version, version)}" for version in applied]
+    lines.append(f"schema is at version {latest}" if applied else f"schema already at version {latest}; nothing to do")
+    state.out.result({"applied": applied, "version": latest}, text="\n".join(lines))
+
+
+@app.command("serve")
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(envvar="PORT", help="Port to listen on")] = 3000,
+    data_dir: Annotated[Path, typer.Option(help="Folder holding the SQLite file and local skills")] = Path(
+        ".threadloom"
+    ),
+) -> None:
+    """Run the HTTP API locally over SQLite (what `make serve` runs)."""
+    from threadloom.local_server import main as serve_main
+
+    serve_main(["--host", host, "--port", str(port), "--data-dir", os.fspath(data_dir)])
+
+
+__all__ = ["ExitCode", "app"]

@@ -1,0 +1,47 @@
+"""Opening the store a command works on, from ``--database``: ``sqlite:///path`` or a PostgreSQL URL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from threadloom.errors import StorageUnavailableError, ValidationError
+
+DEFAULT_DATABASE = "sqlite:///.threadloom/threadloom.db"
+"""The file ``make serve`` (and ``threadloom serve``) keep their data in."""
+
+TLS_HINT = (
+    "TLS defaults to `verify` (the server's certificate and host name are checked). To change it, add "
+    "?sslmode=require (encrypt without checks), ?sslmode=verify-ca or ?sslmode=disable to the database URL, "
+    "or set THREADLOOM_DB_TLS=require|verify-ca|off when the THREADLOOM_DB_* variables name the database; "
+    "?sslrootcert=/path/ca.pem trusts a private CA such as the RDS bundle."
+)
+
+
+def open_store(url: str) -> Any:
+    """A ``SqliteStore`` or ``PostgresStore``; the caller closes it."""
+    if url.startswith("sqlite:///"):
+        path = url.removeprefix("sqlite:///")
+        if not path:
+            raise ValidationError("A SQLite URL needs a path: sqlite:///relative/file.db or sqlite:////absolute.db")
+        from threadloom.storage.sqlite.store import SqliteStore
+
+        if path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        return SqliteStore(path)
+    if url.startswith(("postgresql://", "postgres://")):
+        from threadloom.storage.postgres.store import PostgresStore
+
+        return PostgresStore(url)
+    raise ValidationError(f"--database must be sqlite:///path or postgresql://…, not {url!r}")
+
+
+def with_tls_hint(error: StorageUnavailableError) -> StorageUnavailableError:
+    """The error again, with the TLS defaults explained when the failure came from the TLS handshake."""
+    text = str(error)
+    if any(word in text.lower() for word in ("ssl", "tls", "certificate")):
+        return StorageUnavailableError(f"{text}\n{TLS_HINT}")
+    return error
+
+
+__all__ = ["DEFAULT_DATABASE", "TLS_HINT", "open_store", "with_tls_hint"]

@@ -1,0 +1,173 @@
+"""The ``threadloom`` command through its installed entry point, in a subprocess, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from threadloom import SqliteStore
+
+from tests.support.lifecycle import build_rich_session, manager_for
+from tests.support.postgres import url_for, worker_database
+
+NS = "tenant-a"
+EXECUTABLE = Path(sys.executable).with_name("threadloom")
+
+
+def run(*args: str, database: str | None = None, check_code: int | None = 0) -> subprocess.CompletedProcess[str]:
+    command = [str(EXECUTABLE)] if EXECUTABLE.exists() else [sys.executable, "-m", "threadloom.cli"]
+    options = ["--database", database] if database else []
+    done = subprocess.run(
+        [*command, *options, "--namespace", NS, *args], capture_output=True, text=True, timeout=60, check=False
+    )
+    if check_code is not None:
+        assert done.returncode == check_code, (done.returncode, done.stdout, done.stderr)
+    return done
+
+
+def as_json(done: subprocess.CompletedProcess[str]) -> Any:
+    return json.loads(done.stdout)
+
+
+@pytest.fixture
+def seeded(tmp_path: Path) -> tuple[str, list[str]]:
+    """A SQLite file with two rich sessions of alice and one of bob in tenant-a."""
+    path = tmp_path / "ops.db"
+    store = SqliteStore(str(path))
+    manager = manager_for(store, NS, tmp_path / "skills")
+    ids = [
+        build_rich_session(manager, "Alice garden", subject="alice"),
+        build_rich_session(manager, "Alice kitchen", subject="alice", word="lemon"),
+        build_rich_session(manager, "Bob", subject="bob", word="papaya"),
+    ]
+    store.close()
+    return f"sqlite:///{path}", ids
+
+
+def test_sessions_list_show_and_hold(seeded: tuple[str, list[str]]) -> None:
+    database, ids = seeded
+    listed = as_json(run("--json", "sessions", "list", database=database))
+    assert sorted(item["id"] for item in listed) == sorted(ids)
+    assert {item["subject_id"] for item in listed} == {"alice", "bob"}
+    shown = as_json(run("--json", "sessions", "show", ids[0], database=database))
+    assert shown["tree"] == {
+        "messages": 6,
+        "roots": 1,
+        "leaves": 2,
+        "branch_points": 1,
+        "latest_leaf": f"{ids[0]}-a2b",
+        "latest_path_length": 4,
+    }
+    assert len(shown["overlays"]) == 1 and shown["loaded_skills"] == ["skills:pirate"]
+    assert shown["usage"] == {"input_tokens": 120, "output_tokens": 80, "estimated_cost": 0.25}
+    assert shown["frozen_prompt_chars"] > 0 and [block["key"] for block in shown["blocks"]] == [f"memory_{ids[0]}"]
+    human = run("sessions", "show", ids[0], database=database).stdout
+    assert "Compaction overlays" in human and "skills:pirate" in human
+    assert as_json(run("--json", "sessions", "hold", ids[2], database=database))["legal_hold"] is True
+    missing = run("sessions", "show", "nope", database=database, check_code=3)
+    assert "Session 'nope' not found" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_export_then_import_into_another_database_twice(seeded: tuple[str, list[str]], tmp_path: Path) -> None:
+    database, ids = seeded
+    export_file = tmp_path / "all.jsonl"
+    report = as_json(run("--json", "export", "-o", str(export_file), database=database))
+    assert report["sessions"] == 3 and report["messages"] == 18 and export_file.stat().st_size == report["bytes"]
+    target = f"sqlite:///{tmp_path / 'target.db'}"
+    first = as_json(run("--json", "import", str(export_file), database=target))
+    assert sorted(first["imported"]) == sorted(ids) and first["messages"] == 18
+    again = as_json(run("--json", "import", str(export_file), database=target))
+    assert again["imported"] == [] and sorted(again["unchanged"]) == sorted(ids)
+    text = run("import", str(export_file), database=target).stdout
+    assert "Imported 0 sessions (0 messages); 3 already present and unchanged." in text
+
+
+def test_bad_files_exit_with_invalid_input_and_import_nothing(seeded: tuple[str, list[str]], tmp_path: Path) -> None:
+    database, ids = seeded
+    export_file = tmp_path / "one.jsonl"
+    run("export", ids[0], "-o", str(export_file), database=database)
+    truncated = tmp_path / "truncated.jsonl"
+    truncated.write_bytes(export_file.read_bytes()[:-40])
+    target = f"sqlite:///{tmp_path / 'target.db'}"
+    refused = run("import", str(truncated), database=target, check_code=5)
+    assert "truncated" in refused.stderr
+    assert as_json(run("--json", "sessions", "list", database=target)) == []
+    assert run("import", str(tmp_path / "absent.jsonl"), database=target, check_code=5).stderr
+    # A session changed since the export is a conflict (exit 4)
+    run("delete", ids[1], database=database)
+    conflict = run("import", str(export_file), database=f"{database}", check_code=0)
+    assert "already present and unchanged" in conflict.stdout
+    unknown = run("export", "nope", "-o", str(tmp_path / "x.jsonl"), database=database, check_code=3)
+    assert "not found" in unknown.stderr and not (tmp_path / "x.jsonl").exists()
+
+
+def test_delete_and_erase_subject_report_what_went(seeded: tuple[str, list[str]]) -> None:
+    database, ids = seeded
+    deleted = as_json(run("--json", "delete", ids[2], database=database))
+    assert deleted["counts"]["sessions"] == 1 and deleted["counts"]["messages"] == 6
+    run("delete", ids[2], database=database, check_code=3)
+    receipt = as_json(run("--json", "erase-subject", "alice", database=database))
+    assert receipt["counts"]["sessions"] == 2 and receipt["counts"]["messages"] == 12
+    assert receipt["counts"]["prompts"] == 2 and receipt["digest"].startswith("sha256:")
+    again = as_json(run("--json", "erase-subject", "alice", database=database))
+    assert not any(again["counts"].values())
+    assert as_json(run("--json", "sessions", "list", database=database)) == []
+
+
+def test_retention_sweep_dry_run_then_for_real(seeded: tuple[str, list[str]], tmp_path: Path) -> None:
+    database, ids = seeded
+    store = SqliteStore(database.removeprefix("sqlite:///"))
+    old = (datetime.now(UTC) - timedelta(days=45)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    with store.database.write() as tx:
+        tx.execute(
+            "UPDATE threadloom_sessions SET updated_at = :old WHERE id IN (:a, :b)",
+            {"old": old, "a": ids[0], "b": ids[1]},
+        )
+    store.registry(NS).set_legal_hold(ids[1], True)
+    store.close()
+    refused = run("retention", "sweep", database=database, check_code=2)
+    assert "no retention period" in refused.stderr
+    dry = as_json(run("--json", "retention", "sweep", "--dry-run", "--inactive-days", "30", database=database))
+    assert [item["id"] for item in dry["sessions"]] == [ids[0]] and dry["dry_run"] is True
+    profile = tmp_path / "profile.yaml"
+    profile.write_text("retention:\n  inactive_days: 30\n", encoding="utf-8")
+    swept = as_json(run("--json", "retention", "sweep", "--profile", str(profile), database=database))
+    assert [item["id"] for item in swept["sessions"]] == [ids[0]] and swept["counts"]["messages"] == 6
+    left = as_json(run("--json", "sessions", "list", database=database))
+    assert sorted(item["id"] for item in left) == sorted(ids[1:])
+
+
+def test_usage_errors_exit_2_and_help_lists_every_command() -> None:
+    help_text = run("--help").stdout
+    for command in ("sessions", "export", "import", "delete", "erase-subject", "retention", "migrate", "serve"):
+        assert command in help_text
+    assert run("sessions", "frobnicate", check_code=2).returncode == 2
+    assert "--database must be" in run("--database", "mysql://x", "sessions", "list", check_code=5).stderr
+
+
+def test_migrate_a_sqlite_file(tmp_path: Path) -> None:
+    database = f"sqlite:///{tmp_path / 'new.db'}"
+    first = run("migrate", database=database).stdout
+    assert "applied 0001_initial.sql" in first and "0003_lifecycle.sql" in first
+    assert "nothing to do" in run("migrate", database=database).stdout
+
+
+@pytest.mark.postgres
+def test_move_a_laptop_database_to_postgresql(
+    seeded: tuple[str, list[str]], tmp_path: Path, postgres_store_factory: Any, request: pytest.FixtureRequest
+) -> None:
+    database, ids = seeded
+    postgres_store_factory()  # an emptied, migrated per-worker database
+    cloud = url_for(worker_database(request))
+    export_file = tmp_path / "laptop.jsonl"
+    run("export", "-o", str(export_file), database=database)
+    assert sorted(as_json(run("--json", "import", str(export_file), database=cloud))["imported"]) == sorted(ids)
+    shown = as_json(run("--json", "sessions", "show", ids[0], database=cloud))
+    assert shown["tree"]["messages"] == 6 and shown["loaded_skills"] == ["skills:pirate"]
+    receipt = as_json(run("--json", "erase-subject", "bob", database=cloud))
+    assert receipt["counts"]["sessions"] == 1
