@@ -17,7 +17,12 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
     IdempotencyAlreadyInProgressError,
     IdempotencyValidationError,
 )
-from threadloom.api.exceptions import PayloadTooLargeError, UnauthenticatedError, UnsupportedMediaTypeError
+from threadloom.api.exceptions import (
+    ForbiddenError,
+    PayloadTooLargeError,
+    UnauthenticatedError,
+    UnsupportedMediaTypeError,
+)
 from threadloom.api.observability import logger
 from threadloom.errors import (
     BlockLimitError,
@@ -43,6 +48,7 @@ MAPPING: tuple[tuple[type[Exception], HTTPStatus, str], ...] = (
     (UnsupportedMediaTypeError, HTTPStatus.UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"),
     (ValidationError, HTTPStatus.BAD_REQUEST, "bad_request"),
     (UnauthenticatedError, HTTPStatus.UNAUTHORIZED, "unauthorized"),
+    (ForbiddenError, HTTPStatus.FORBIDDEN, "forbidden"),
     (NotFoundError, HTTPStatus.NOT_FOUND, "not_found"),
     (ConflictError, HTTPStatus.CONFLICT, "conflict"),
     (IdempotencyValidationError, HTTPStatus.CONFLICT, "idempotency_key_reused"),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from threadloom_api_routes import compaction, context, health, history, inspector, messages, sessions
+from threadloom_api_routes import compaction, context, health, history, inspector, lifecycle, messages, sessions
 
 ROUTERS = (
     sessions.router,
@@ -10,6 +10,7 @@ ROUTERS = (
     history.router,
     context.router,
     compaction.router,
+    lifecycle.router,
     health.router,
     inspector.router,
 )

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 ERROR_DESCRIPTIONS: dict[int, str] = {
     400: "Bad input: text rules, id alphabet, limits, invalid JSON or a body that is not UTF-8",
     401: "No usable tenant claim in the JWT",
+    403: "The token lacks the scope the operation needs",
     404: "No such session, message, block or tool (or another tenant's)",
     409: "A precondition, quota, block state or Idempotency-Key conflict",
     413: "A message, block, entry or body over its size limit",
@@ -83,6 +84,13 @@ def tenant(router: APIGatewayHttpRouter) -> str:
     return value
 
 
+def subject(router: APIGatewayHttpRouter) -> str | None:
+    """The caller's data-subject id (the ``sub`` claim by default): what a new session is recorded under."""
+    claims = router.current_event.request_context.authorizer.jwt_claim or {}
+    value = claims.get(get_runtime().settings.subject_claim)
+    return value if isinstance(value, str) and value else None
+
+
 def manager(router: APIGatewayHttpRouter) -> SessionManager:
     return get_runtime().manager(tenant(router))
 
@@ -125,5 +133,6 @@ __all__ = [
     "manager",
     "new_router",
     "responses",
+    "subject",
     "tenant",
 ]

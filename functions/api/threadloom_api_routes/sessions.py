@@ -19,6 +19,7 @@ from threadloom_api_routes.common import (
     manager,
     new_router,
     responses,
+    subject,
 )
 
 router = new_router()
@@ -40,6 +41,7 @@ def create_session(body: Annotated[SessionCreate, Body()], idempotency_key: Idem
             parent_session_id=body.parent_session_id,
             model=body.model,
             source=body.source,
+            subject_id=body.subject_id or subject(router),
         )
         return 201, created
 
@@ -72,13 +74,13 @@ def get_session(sessionId: str) -> SessionOut:
 
 @router.patch(
     "/sessions/<sessionId>",
-    summary="Rename a session",
+    summary="Rename a session or set its legal hold",
     tags=["sessions"],
     operation_id="renameSession",
-    responses=responses(200, SessionOut, "The renamed session", *SESSION, *BODY),
+    responses=responses(200, SessionOut, "The updated session", *SESSION, *BODY),
 )
 def rename_session(sessionId: str, body: Annotated[SessionRename, Body()]) -> SessionOut:
-    return service.rename_session(manager(router), sessionId, body.name)
+    return service.update_session(manager(router), sessionId, name=body.name, legal_hold=body.legal_hold)
 
 
 @router.delete(

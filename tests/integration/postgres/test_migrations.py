@@ -172,4 +172,4 @@ def test_cli_explains_the_tls_default_when_the_handshake_fails(capsys: pytest.Ca
     url = url_for("postgres") + "?sslmode=verify-full"
     assert main(["migrate", "--database-url", url]) == 6
     err = capsys.readouterr().err
-    assert "TLS defaults to `verify`" in err and "sslmode=require" in err and "THREADLOOM_DB_TLS" in err
+    assert "TLS defaults to `verify`" in err and "sslmode=require" in err and "sslrootcert" in err

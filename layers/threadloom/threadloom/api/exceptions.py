@@ -13,4 +13,8 @@ class UnsupportedMediaTypeError(ValidationError):
     """A request body that is not ``application/json`` (HTTP 415)."""
 
 
-__all__ = ["PayloadTooLargeError", "UnauthenticatedError", "UnsupportedMediaTypeError"]
+class ForbiddenError(ThreadloomError):
+    """The caller is authenticated but lacks the scope the operation needs (HTTP 403)."""
+
+
+__all__ = ["ForbiddenError", "PayloadTooLargeError", "UnauthenticatedError", "UnsupportedMediaTypeError"]

@@ -51,10 +51,15 @@ class SessionCreate(ApiModel):
     parent_session_id: str | None = None
     model: str | None = None
     source: str | None = None
+    subject_id: Annotated[str, Field(min_length=1, max_length=1024)] | None = None
+    """Whose personal data the session holds (for erasure); default: the caller's JWT ``sub``."""
 
 
 class SessionRename(ApiModel):
-    name: Annotated[str, Field(max_length=1024)]
+    """``PATCH /sessions/{id}``: rename, and/or set the legal hold (a held session outlives retention)."""
+
+    name: Annotated[str, Field(max_length=1024)] | None = None
+    legal_hold: bool | None = None
 
 
 class SessionOut(ApiModel):
@@ -69,6 +74,8 @@ class SessionOut(ApiModel):
     end_reason: str | None
     created_at: str
     updated_at: str
+    subject_id: str | None = None
+    legal_hold: bool = False
 
     @classmethod
     def of(cls, info: SessionInfo) -> SessionOut:
@@ -84,6 +91,8 @@ class SessionOut(ApiModel):
             end_reason=info.end_reason,
             created_at=info.created_at,
             updated_at=info.updated_at,
+            subject_id=info.subject_id,
+            legal_hold=info.legal_hold,
         )
 
 
@@ -94,6 +103,40 @@ class SessionPage(ApiModel):
 
 class Deleted(ApiModel):
     deleted: bool = True
+
+
+# ------------------------------------------------------------- lifecycle
+
+
+class ExportLink(ApiModel):
+    """A large export, stored in S3: download it from ``url`` before ``expires_in`` seconds pass."""
+
+    url: str
+    expires_in: int
+    bytes: int
+    sessions: int
+
+
+class ImportFromS3(ApiModel):
+    """``POST /sessions/import`` with a JSON body: import an export file stored in the export bucket."""
+
+    key: Annotated[str, Field(min_length=1, max_length=1024)]
+
+
+class ImportOut(ApiModel):
+    imported: list[str]
+    unchanged: list[str]
+    messages: int
+
+
+class ErasureReceiptOut(ApiModel):
+    """What a subject erasure removed, per kind; ``digest`` covers the removed ids without listing them."""
+
+    namespace: str
+    subject_id: str
+    erased_at: str
+    counts: dict[str, int]
+    digest: str
 
 
 # ---------------------------------------------------------------- messages
@@ -370,6 +413,10 @@ __all__ = [
     "SessionOut",
     "SessionPage",
     "SessionRename",
+    "ExportLink",
+    "ImportFromS3",
+    "ImportOut",
+    "ErasureReceiptOut",
     "SplitIn",
     "SystemPromptOut",
     "ToolCallIn",

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from threadloom.compaction.function import CompactFunction
     from threadloom.compaction.queue import CompactionQueue, CompactionRequest
     from threadloom.core.limits import Limits
+    from threadloom.lifecycle.protocols import DerivedDataEraser
     from threadloom.live.publisher import StatusPublisher
     from threadloom.providers.protocols import ContextProvider, WritableContextProvider
 
@@ -55,6 +56,10 @@ class Settings:
     idempotency_table: str | None = None
     connections_table: str | None = None
     websocket_endpoint: str | None = None
+    export_bucket: str | None = None
+    export_inline_bytes: int = 5 * 1024 * 1024
+    admin_scope: str = "threadloom/admin"
+    subject_claim: str = "sub"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -88,7 +93,19 @@ class Settings:
             idempotency_table=get("THREADLOOM_IDEMPOTENCY_TABLE"),
             connections_table=get("THREADLOOM_CONNECTIONS_TABLE"),
             websocket_endpoint=get("THREADLOOM_WEBSOCKET_ENDPOINT"),
+            export_bucket=get("THREADLOOM_EXPORT_BUCKET"),
+            export_inline_bytes=_positive_int(get("THREADLOOM_EXPORT_INLINE_BYTES"), 5 * 1024 * 1024),
+            admin_scope=get("THREADLOOM_ADMIN_SCOPE") or "threadloom/admin",
+            subject_claim=get("THREADLOOM_SUBJECT_CLAIM") or "sub",
         )
+
+
+def _positive_int(text: str | None, default: int) -> int:
+    if text is None:
+        return default
+    if not text.isdigit() or int(text) < 1:
+        raise ValidationError(f"Expected a positive integer, not {text!r}")
+    return int(text)
 
 
 class StaticTextProvider:
@@ -344,6 +361,26 @@ class Runtime:
             return DynamoDBPromptStore(table, f"{tenant}#{session_id}", ttl_seconds=ttl)
 
         return factory
+
+    # ------------------------------------------------------------- lifecycle
+
+    def lifecycle_erasers(self) -> list[DerivedDataEraser]:
+        """What a removed session leaves outside the database here: prompt cache, idempotency records, exports."""
+        from threadloom.lifecycle.derived import DynamoDBPromptCacheEraser, IdempotencyRecordEraser, S3ExportEraser
+
+        erasers: list[DerivedDataEraser] = []
+        settings = self.settings
+        if (
+            self.profile.prompt_cache.enabled
+            and self.profile.prompt_cache.backend == "dynamodb"
+            and settings.prompt_table
+        ):
+            erasers.append(DynamoDBPromptCacheEraser(settings.prompt_table))
+        if settings.idempotency_table:
+            erasers.append(IdempotencyRecordEraser(settings.idempotency_table))
+        if settings.export_bucket:
+            erasers.append(S3ExportEraser(settings.export_bucket))
+        return erasers
 
     # ---------------------------------------------------------------- health
 

@@ -101,11 +101,18 @@ def _require_message(session: Session, session_id: str, message_id: str) -> Mess
 
 
 def create_session(
-    manager: SessionManager, name: str, *, parent_session_id: str | None, model: str | None, source: str | None
+    manager: SessionManager,
+    name: str,
+    *,
+    parent_session_id: str | None,
+    model: str | None,
+    source: str | None,
+    subject_id: str | None = None,
 ) -> SessionOut:
     if parent_session_id is not None and manager.get(parent_session_id) is None:
         raise NotFoundError(f"Session {parent_session_id!r} not found")
-    return SessionOut.of(manager.create(name, parent_session_id=parent_session_id, model=model, source=source))
+    info = manager.create(name, parent_session_id=parent_session_id, model=model, source=source, subject_id=subject_id)
+    return SessionOut.of(info)
 
 
 def list_sessions(manager: SessionManager, limits: Limits, *, limit: int | None, cursor: str | None) -> SessionPage:
@@ -122,6 +129,21 @@ def get_session(manager: SessionManager, session_id: str) -> SessionOut:
 
 def rename_session(manager: SessionManager, session_id: str, name: str) -> SessionOut:
     return SessionOut.of(manager.rename(session_id, name))
+
+
+def update_session(
+    manager: SessionManager, session_id: str, *, name: str | None, legal_hold: bool | None
+) -> SessionOut:
+    """``PATCH``: a new name, a legal hold change, or both (at least one)."""
+    if name is None and legal_hold is None:
+        raise ValidationError("Send 'name', 'legalHold' or both")
+    if manager.get(session_id) is None:
+        raise NotFoundError(f"Session {session_id!r} not found")
+    info = manager.rename(session_id, name) if name is not None else None
+    if legal_hold is not None:
+        info = manager.set_legal_hold(session_id, legal_hold)
+    assert info is not None
+    return SessionOut.of(info)
 
 
 def delete_session(manager: SessionManager, session_id: str) -> None:
@@ -457,5 +479,6 @@ __all__ = [
     "system_prompt",
     "tool_specs",
     "update_message",
+    "update_session",
     "write_context_block",
 ]

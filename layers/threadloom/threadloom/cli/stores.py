@@ -11,10 +11,8 @@ DEFAULT_DATABASE = "sqlite:///.threadloom/threadloom.db"
 """The file ``make serve`` (and ``threadloom serve``) keep their data in."""
 
 TLS_HINT = (
-    "TLS defaults to `verify` (the server's certificate and host name are checked). To change it, add "
-    "?sslmode=require (encrypt without checks), ?sslmode=verify-ca or ?sslmode=disable to the database URL, "
-    "or set THREADLOOM_DB_TLS=require|verify-ca|off when the THREADLOOM_DB_* variables name the database; "
-    "?sslrootcert=/path/ca.pem trusts a private CA such as the RDS bundle."
+    "TLS defaults to `verify` (certificate and host name checked); sslmode=require (THREADLOOM_DB_TLS=require) "
+    "encrypts without checks, sslrootcert=/path/ca.pem trusts a private CA such as the RDS bundle."
 )
 
 

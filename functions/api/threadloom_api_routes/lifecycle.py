@@ -1,0 +1,82 @@
+"""Data lifecycle: export a session, import export files, erase a data subject (admin scope)."""
+
+from __future__ import annotations
+
+import io
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler.openapi.params import Body
+from threadloom.api import data_lifecycle, service
+from threadloom.api.models import ErasureReceiptOut, ExportLink, ImportFromS3, ImportOut
+from threadloom.api.runtime import get_runtime
+
+from threadloom_api_routes.common import ERROR_RESPONSES, json_response, manager, new_router, tenant
+
+router = new_router()
+JSONL = "application/x-ndjson"
+
+
+@router.get(
+    "/sessions/<sessionId>/export",
+    summary="Export a session (JSONL, docs/export-format.md); large ones answer 303 with a presigned S3 URL",
+    tags=["lifecycle"],
+    responses={
+        200: {"description": "The export file", "content": {JSONL: {"schema": {"type": "string"}}}},
+        303: {
+            "description": "Too large for a response: download from the URL",
+            "content": {"application/json": {"model": ExportLink}},
+        },
+        **ERROR_RESPONSES,
+    },
+)
+def export_session(sessionId: str) -> Response[Any]:
+    service.require_session(manager(router), sessionId)
+    result = data_lifecycle.export_session(get_runtime(), tenant(router), sessionId)
+    if isinstance(result, ExportLink):
+        response = json_response(303, result)
+        response.headers["Location"] = result.url
+        return response
+    filename = f"threadloom-{sessionId}.jsonl"
+    return Response(
+        status_code=200,
+        content_type=JSONL,
+        body=result.decode("utf-8"),
+        headers={"Content-Disposition": f'attachment; filename="{filename}"'},
+    )
+
+
+@router.post(
+    "/sessions/import",
+    summary="Import an export file sent as the request body (all or nothing, ids kept, idempotent)",
+    tags=["lifecycle"],
+    responses=ERROR_RESPONSES,
+)
+def import_upload() -> ImportOut:
+    body = router.current_event.decoded_body or ""
+    return data_lifecycle.import_file(get_runtime(), tenant(router), io.BytesIO(body.encode("utf-8")))
+
+
+@router.post(
+    "/sessions/import-from-s3",
+    summary="Import an export file from the export bucket (imports/<tenant>/… or exports/<tenant>/…)",
+    tags=["lifecycle"],
+    responses=ERROR_RESPONSES,
+)
+def import_from_s3(body: Annotated[ImportFromS3, Body()]) -> ImportOut:
+    return data_lifecycle.import_from_bucket(get_runtime(), tenant(router), body.key)
+
+
+@router.post(
+    "/subjects/<subjectId>/erase",
+    summary="Erase every session of a data subject in this tenant, with forks and continuations (admin scope)",
+    tags=["lifecycle"],
+    responses=ERROR_RESPONSES,
+)
+def erase_subject(subjectId: str) -> ErasureReceiptOut:
+    authorizer = router.current_event.request_context.authorizer
+    data_lifecycle.require_scope(authorizer.jwt_scopes, authorizer.jwt_claim, get_runtime().settings.admin_scope)
+    operator = (authorizer.jwt_claim or {}).get("sub")
+    return data_lifecycle.erase_subject(
+        get_runtime(), tenant(router), subjectId, operator=operator if isinstance(operator, str) else None
+    )

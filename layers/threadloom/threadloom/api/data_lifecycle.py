@@ -1,0 +1,121 @@
+"""The HTTP use-cases of the data lifecycle: session export, import, subject erasure (threadloom.lifecycle underneath).
+
+A Lambda response is capped at 6 MB, so an export larger than ``settings.export_inline_bytes``
+goes to the export bucket and the caller gets a short-lived presigned URL instead. Imports
+read the request body or an object of the export bucket under the tenant's own prefixes, so
+one tenant can never import another's file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from threadloom.api.exceptions import ForbiddenError
+from threadloom.api.models import ErasureReceiptOut, ExportLink, ImportOut
+from threadloom.api.observability import logger
+from threadloom.errors import NotFoundError, StorageUnavailableError, ValidationError
+from threadloom.lifecycle import erase_subject as erase
+from threadloom.lifecycle import export_sessions, import_sessions
+from threadloom.lifecycle.derived import export_object_prefix
+
+if TYPE_CHECKING:
+    from typing import IO
+
+    from threadloom.api.runtime import Runtime
+
+PRESIGNED_URL_SECONDS = 900
+IMPORT_PREFIX = "imports/"
+
+
+def require_scope(scopes: list[str] | None, claims: dict[str, Any] | None, needed: str) -> None:
+    """403 unless the token grants ``needed`` (API Gateway's ``scopes``, or a space-separated ``scope`` claim)."""
+    granted = set(scopes or [])
+    scope_claim = (claims or {}).get("scope")
+    if isinstance(scope_claim, str):
+        granted.update(scope_claim.split())
+    if needed not in granted:
+        raise ForbiddenError(f"This operation needs the {needed!r} scope")
+
+
+def export_session(runtime: Runtime, tenant: str, session_id: str) -> bytes | ExportLink:
+    """The session's export file, or a link to it in S3 when it is too large for a response."""
+    buffer = io.BytesIO()
+    report = export_sessions(runtime.store.lifecycle(), tenant, [session_id], buffer)
+    data = buffer.getvalue()
+    settings = runtime.settings
+    if len(data) <= settings.export_inline_bytes:
+        return data
+    if not settings.export_bucket:
+        raise ValidationError(
+            f"The export is {len(data)} bytes, more than a response can carry, and no export bucket is configured "
+            "(THREADLOOM_EXPORT_BUCKET); use `threadloom export` against the database instead"
+        )
+    key = f"{export_object_prefix(tenant, session_id)}{uuid.uuid4()}.jsonl"
+    s3 = _s3()
+    try:
+        s3.put_object(Bucket=settings.export_bucket, Key=key, Body=data, ContentType="application/x-ndjson")
+        url = s3.generate_presigned_url(
+            "get_object", Params={"Bucket": settings.export_bucket, "Key": key}, ExpiresIn=PRESIGNED_URL_SECONDS
+        )
+    except Exception as error:  # botocore raises many unrelated types
+        raise StorageUnavailableError(f"Could not store the export in the export bucket: {error}") from error
+    return ExportLink(url=url, expires_in=PRESIGNED_URL_SECONDS, bytes=len(data), sessions=report.sessions)
+
+
+def import_file(runtime: Runtime, tenant: str, stream: IO[bytes]) -> ImportOut:
+    report = import_sessions(runtime.store.lifecycle(), tenant, stream, limits=runtime.profile.limits)
+    logger.info("sessions imported", imported=len(report.imported), unchanged=len(report.unchanged))
+    return ImportOut(imported=report.imported, unchanged=report.unchanged, messages=report.messages)
+
+
+def import_from_bucket(runtime: Runtime, tenant: str, key: str) -> ImportOut:
+    """Import an export file from the export bucket; only keys under the tenant's own prefixes are read."""
+    bucket = runtime.settings.export_bucket
+    if not bucket:
+        raise ValidationError("Importing from S3 needs an export bucket (THREADLOOM_EXPORT_BUCKET)")
+    allowed = (f"{IMPORT_PREFIX}{tenant}/", f"exports/{tenant}/")
+    if not key.startswith(allowed) or ".." in key.split("/"):
+        raise ValidationError(f"The key must start with {allowed[0]!r} or {allowed[1]!r}")
+    try:
+        body = _s3().get_object(Bucket=bucket, Key=key)["Body"]
+    except Exception as error:
+        code = getattr(error, "response", {}).get("Error", {}).get("Code")
+        if code in ("NoSuchKey", "404"):
+            raise NotFoundError(f"No export file at {key!r}") from error
+        raise StorageUnavailableError(f"Could not read {key!r} from the export bucket: {error}") from error
+    with body:
+        data = body.read()
+    return import_file(runtime, tenant, io.BytesIO(data))
+
+
+def erase_subject(runtime: Runtime, tenant: str, subject_id: str, *, operator: str | None) -> ErasureReceiptOut:
+    """Erase the subject in the tenant; the audit log line names no content (ids are digested)."""
+    receipt = erase(runtime.store.lifecycle(), tenant, subject_id, erasers=runtime.lifecycle_erasers())
+    logger.info(
+        "subject erased",
+        audit="subject_erasure",
+        tenant=tenant,
+        operator=operator,
+        subject_ref="sha256:" + hashlib.sha256(f"{tenant}#{subject_id}".encode()).hexdigest()[:16],
+        counts=receipt.counts,
+        receipt_digest=receipt.digest,
+    )
+    return ErasureReceiptOut(
+        namespace=receipt.namespace,
+        subject_id=receipt.subject_id,
+        erased_at=receipt.erased_at,
+        counts=receipt.counts,
+        digest=receipt.digest,
+    )
+
+
+def _s3() -> Any:
+    from threadloom.lifecycle.derived import aws_client
+
+    return aws_client("s3")
+
+
+__all__ = ["export_session", "erase_subject", "import_file", "import_from_bucket", "require_scope"]

@@ -1,0 +1,200 @@
+"""Lifecycle endpoints through the real handler: subject ids, legal hold, export/import (inline and via S3), erasure."""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import boto3
+import pytest
+from moto import mock_aws
+from threadloom.api.profile import parse_profile
+from threadloom.api.runtime import set_runtime
+
+from tests.support.api import SESSION, TENANT, FakeLambdaContext, load_event, seeded_runtime, text
+from tests.support.lifecycle import scan_database
+
+BUCKET = "threadloom-exports"
+PROMPTS = "threadloom-prompts"
+IDEMPOTENCY = "threadloom-idempotency"
+
+
+@pytest.fixture(autouse=True)
+def _forget_runtime() -> Iterator[None]:
+    yield
+    set_runtime(None)
+
+
+def call(
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    raw: str | None = None,
+    scopes: list[str] | None = None,
+    sub: str = TENANT,
+    **headers: str,
+) -> tuple[int, dict[str, str], str]:
+    from threadloom_api import lambda_handler
+
+    event = copy.deepcopy(load_event("get_session"))
+    event["rawPath"] = event["requestContext"]["http"]["path"] = path
+    event["requestContext"]["http"]["method"] = method
+    event["requestContext"]["authorizer"]["jwt"]["scopes"] = scopes
+    event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = sub
+    event["headers"].update(headers)
+    if body is not None:
+        event["body"] = json.dumps(body)
+    if raw is not None:
+        event["body"] = raw
+        event["headers"]["content-type"] = "application/x-ndjson"
+    response = lambda_handler(event, FakeLambdaContext())  # type: ignore[arg-type]
+    return int(response["statusCode"]), response.get("headers", {}), response.get("body", "")
+
+
+def test_sessions_record_their_subject_and_hold(tmp_path: Path) -> None:
+    seeded_runtime(tmp_path)
+    status, _, body = call("POST", "/sessions", {"name": "Mine"})
+    assert status == 201 and json.loads(body)["subjectId"] == TENANT and json.loads(body)["legalHold"] is False
+    given = json.loads(call("POST", "/sessions", {"name": "For Zoe", "subjectId": "zoe"})[2])
+    assert given["subjectId"] == "zoe"
+    held = call("PATCH", f"/sessions/{given['id']}", {"legalHold": True})
+    assert held[0] == 200 and json.loads(held[2])["legalHold"] is True and json.loads(held[2])["name"] == "For Zoe"
+    both = json.loads(call("PATCH", f"/sessions/{given['id']}", {"name": "Zoe", "legalHold": False})[2])
+    assert both["name"] == "Zoe" and both["legalHold"] is False
+    empty = call("PATCH", f"/sessions/{given['id']}", {})
+    assert empty[0] == 400 and json.loads(empty[2])["error"]["message"] == "Send 'name', 'legalHold' or both"
+    assert call("PATCH", "/sessions/nope", {"legalHold": True})[0] == 404
+
+
+def test_export_then_import_the_upload(tmp_path: Path) -> None:
+    seeded_runtime(tmp_path)
+    status, headers, exported = call("GET", f"/sessions/{SESSION}/export")
+    assert status == 200 and headers["Content-Type"] == "application/x-ndjson"
+    records = [json.loads(line) for line in exported.splitlines()]
+    assert [record["type"] for record in records] == ["header", "session", *["message"] * 4, "footer"]
+    # Importing it where it already is changes nothing
+    same = call("POST", "/sessions/import", raw=exported)
+    assert same[0] == 200 and json.loads(same[2]) == {"imported": [], "unchanged": [SESSION], "messages": 0}
+    # After a delete, the upload restores it with its ids
+    assert call("DELETE", f"/sessions/{SESSION}")[0] == 200
+    restored = call("POST", "/sessions/import", raw=exported)
+    assert json.loads(restored[2]) == {"imported": [SESSION], "unchanged": [], "messages": 4}
+    history = json.loads(call("GET", f"/sessions/{SESSION}/history")[2])
+    assert [message["id"] for message in history["messages"]] == ["m1", "m2", "m3", "m4"]
+    # Another tenant cannot take the id, and a damaged upload is a 400 that imports nothing
+    taken = call("POST", "/sessions/import", raw=exported, sub="someone-else")
+    assert taken[0] == 409 and "another namespace" in json.loads(taken[2])["error"]["message"]
+    broken = call("POST", "/sessions/import", raw=exported[:-30], sub="someone-else")
+    assert broken[0] == 400 and json.loads(broken[2])["error"]["code"] == "bad_request"
+    assert call("GET", f"/sessions/{SESSION}/export", sub="someone-else")[0] == 404
+
+
+def _aws_resources() -> None:
+    boto3.client("s3", region_name="us-east-1").create_bucket(Bucket=BUCKET)
+    dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+    for table, key in ((PROMPTS, "pk"), (IDEMPOTENCY, "id")):
+        dynamodb.create_table(
+            TableName=table,
+            BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
+        )
+
+
+def _deployed_runtime(tmp_path: Path) -> Any:
+    runtime, _ = seeded_runtime(
+        tmp_path,
+        export_bucket=BUCKET,
+        export_inline_bytes=200,
+        prompt_table=PROMPTS,
+        idempotency_table=IDEMPOTENCY,
+    )
+    runtime._profile = parse_profile(
+        {"blocks": [{"label": "memory", "kind": "writable"}], "prompt_cache": {"backend": "dynamodb"}}
+    )
+    runtime._managers.clear()  # rebuilt from the deployed profile on the next request
+    return runtime
+
+
+def test_a_large_export_goes_through_s3_and_imports_back(tmp_path: Path) -> None:
+    with mock_aws():
+        _aws_resources()
+        _deployed_runtime(tmp_path)
+        status, headers, body = call("GET", f"/sessions/{SESSION}/export")
+        link = json.loads(body)
+        assert status == 303 and headers["Location"] == link["url"] and link["expiresIn"] == 900
+        key = urlparse(link["url"]).path.split(f"/{BUCKET}/", 1)[-1].lstrip("/")
+        if key.startswith(BUCKET + "/"):
+            key = key[len(BUCKET) + 1 :]
+        assert key.startswith(f"exports/{TENANT}/{SESSION}/")
+        stored = boto3.client("s3", region_name="us-east-1").get_object(Bucket=BUCKET, Key=key)["Body"].read()
+        assert len(stored) == link["bytes"] and stored.startswith(b'{"type":"header"')
+        assert call("DELETE", f"/sessions/{SESSION}")[0] == 200
+        imported = call("POST", "/sessions/import-from-s3", {"key": key})
+        assert imported[0] == 200 and json.loads(imported[2])["imported"] == [SESSION]
+        outside = call("POST", "/sessions/import-from-s3", {"key": f"exports/other-tenant/{SESSION}/x.jsonl"})
+        assert outside[0] == 400
+        missing = call("POST", "/sessions/import-from-s3", {"key": f"imports/{TENANT}/none.jsonl"})
+        assert missing[0] == 404
+
+
+def test_erasure_needs_the_admin_scope(tmp_path: Path) -> None:
+    seeded_runtime(tmp_path)
+    status, _, body = call("POST", f"/subjects/{TENANT}/erase")
+    assert status == 403 and json.loads(body) == {
+        "error": {"code": "forbidden", "message": "This operation needs the 'threadloom/admin' scope"}
+    }
+    assert call("GET", f"/sessions/{SESSION}")[0] == 200
+
+
+def test_erasure_removes_the_subject_everywhere_and_is_audited(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with mock_aws():
+        _aws_resources()
+        runtime = _deployed_runtime(tmp_path)
+        # Given the subject's sessions made through the API: one with a frozen prompt in DynamoDB,
+        # an idempotent create (the record remembers the session), a fork, and an export in S3
+        status, _, body = call("POST", "/sessions", {"name": "Zoe's garden"}, sub=TENANT, **{"idempotency-key": "k1"})
+        zoe = json.loads(body)["id"]
+        call("POST", f"/sessions/{zoe}/messages", {"message": text("z1", "user", "My kumquat tree is sick")})
+        call("POST", f"/sessions/{zoe}/messages", {"message": text("z2", "assistant", "Kumquat rust, probably.")})
+        assert call("GET", f"/sessions/{zoe}/system-prompt")[0] == 200
+        fork = json.loads(call("POST", f"/sessions/{zoe}/fork", {"atMessageId": "z1", "name": "fork"})[2])["id"]
+        assert call("GET", f"/sessions/{zoe}/export")[0] == 303
+        other = json.loads(call("POST", "/sessions", {"name": "Other", "subjectId": "bob"})[2])["id"]
+        call("POST", f"/sessions/{other}/messages", {"message": text("b1", "user", "papaya season")})
+        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+        assert dynamodb.get_item(TableName=PROMPTS, Key={"pk": {"S": f"{TENANT}#{zoe}"}}).get("Item")
+        # When an admin erases the subject (seeded sessions belong to it too: they carry no subject, so stay)
+        caplog.set_level(logging.INFO)
+        status, _, body = call("POST", f"/subjects/{TENANT}/erase", scopes=["threadloom/admin"])
+        receipt = json.loads(body)
+        # Then the receipt counts every kind, including what lived outside the database
+        assert status == 200 and receipt["subjectId"] == TENANT
+        counts = receipt["counts"]
+        assert counts["sessions"] == 2 and counts["messages"] == 3 and counts["prompt_cache"] == 1
+        assert counts["idempotency_records"] >= 1 and counts["export_objects"] == 1
+        # And nothing of it remains in any table, item or object
+        everything = scan_database(runtime.store)
+        for value in (zoe, fork, "kumquat", "Kumquat", "Zoe's garden"):
+            assert value not in everything
+        assert "papaya" in everything
+        for table in (PROMPTS, IDEMPOTENCY):
+            items = json.dumps(dynamodb.scan(TableName=table)["Items"])
+            assert zoe not in items and "kumquat" not in items.lower()
+        listed = boto3.client("s3", region_name="us-east-1").list_objects_v2(Bucket=BUCKET).get("Contents", [])
+        assert not [item for item in listed if zoe in item["Key"]]
+        # And a second erasure is empty
+        again = json.loads(call("POST", f"/subjects/{TENANT}/erase", scopes=["threadloom/admin"])[2])
+        assert not any(again["counts"].values())
+    audit = [record for record in caplog.records if record.getMessage() == "subject erased"]
+    assert audit, "the erasure is audited"
+    logged = json.dumps([record.__dict__ for record in audit], default=str)
+    assert "kumquat" not in logged.lower() and zoe not in logged and '"operator": "user-123"' in logged
