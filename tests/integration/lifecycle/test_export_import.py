@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from threadloom import SqliteStore
+from threadloom.core.limits import DEFAULT_LIMITS
 from threadloom.errors import ConflictError
 from threadloom.lifecycle import (
     ExportFormatError,
@@ -18,7 +19,6 @@ from threadloom.lifecycle import (
     import_sessions,
     write_export,
 )
-from threadloom.lifecycle.export_format import DefaultImportLimits
 
 from tests.support.lifecycle import build_rich_session, manager_for, observable, text
 
@@ -171,7 +171,9 @@ def test_a_message_over_the_api_limit_is_refused(store: Any, tmp_path: Path) -> 
     manager.delete(ids[0])
     manager.delete(ids[1])
     with pytest.raises(ExportFormatError, match="the limit is 60 bytes"):
-        import_sessions(store.lifecycle(), NS, io.BytesIO(data), limits=DefaultImportLimits(max_message_bytes=60))
+        import_sessions(
+            store.lifecycle(), NS, io.BytesIO(data), limits=DEFAULT_LIMITS.with_overrides({"max_message_bytes": 60})
+        )
     assert manager.count() == 0
 
 
@@ -192,6 +194,10 @@ def test_text_rules_and_tree_rules_are_enforced(store: Any, tmp_path: Path) -> N
     def huge_usage(snapshot: Any) -> Any:
         return dataclasses.replace(snapshot, input_tokens=10**16)
 
-    for change, expected in ((with_nul, "NUL"), (orphan, "is not before it"), (huge_usage, "out of range")):
+    for change, expected in (
+        (with_nul, "NUL"),
+        (orphan, "is not before it"),
+        (huge_usage, "inputTokens must be an integer from 0 to"),
+    ):
         with pytest.raises(ExportFormatError, match=expected):
             import_sessions(store.lifecycle(), "tenant-new", io.BytesIO(_resealed(store, ids, change)))

@@ -66,7 +66,7 @@ def export_session(runtime: Runtime, tenant: str, session_id: str) -> bytes | Ex
 
 
 def import_file(runtime: Runtime, tenant: str, stream: IO[bytes]) -> ImportOut:
-    report = import_sessions(runtime.store.lifecycle(), tenant, stream, limits=runtime.profile.limits)
+    report = import_sessions(runtime.store.lifecycle(), tenant, stream, limits=runtime.limits)
     logger.info("sessions imported", imported=len(report.imported), unchanged=len(report.unchanged))
     return ImportOut(imported=report.imported, unchanged=report.unchanged, messages=report.messages)
 

@@ -191,7 +191,7 @@ def import_(
     from threadloom.lifecycle import import_sessions
 
     state = _state(ctx)
-    limits = _profile(profile).limits if profile else None
+    limits = _profile(profile).limits.to_limits() if profile else None
     with state.store() as store:
         if str(file) == "-":
             report = import_sessions(store.lifecycle(), state.namespace, sys.stdin.buffer, limits=limits)

@@ -11,18 +11,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from threadloom.core.messages import validate_message
+from threadloom.core.limits import DEFAULT_LIMITS, check_text
 from threadloom.errors import ValidationError
 from threadloom.storage.database import utc_now
 from threadloom.storage.snapshot import BlockRow, CompactionRow, MessageRow, SessionSnapshot
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Callable, Iterable, Iterator
     from typing import IO
+
+    from threadloom.core.limits import Limits
 
 FORMAT_NAME: Final = "threadloom-export"
 FORMAT_VERSION: Final = 1
@@ -37,22 +38,16 @@ class UnsupportedVersionError(ExportFormatError):
     """The file was written by a newer Threadloom in a format version this one cannot read."""
 
 
-class ImportLimits(Protocol):
-    """The bounds an import enforces: the deployment profile's ``limits`` (the HTTP API's)."""
-
-    @property
-    def max_message_bytes(self) -> int: ...
+TIMESTAMP_CHARS: Final = 64
+_T = TypeVar("_T")
 
 
-@dataclass(frozen=True, slots=True)
-class DefaultImportLimits:
-    """The API's defaults, for imports run without a profile (the CLI over a bare database)."""
-
-    max_message_bytes: int = 256 * 1024
-
-
-MAX_NAME_CHARS: Final = 1024
-MAX_ID_CHARS: Final = 256
+def _checked(number: int, check: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """Run one of the API's limit checks; its refusal names the line (nothing is imported)."""
+    try:
+        return check(*args, **kwargs)
+    except ValidationError as exc:
+        raise ExportFormatError(f"Line {number}: {exc}") from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,9 +174,9 @@ def write_export(snapshots: Iterable[SessionSnapshot], stream: IO[bytes], *, nam
 # ------------------------------------------------------------------ reading
 
 
-def read_export(stream: IO[bytes], limits: ImportLimits | None = None) -> tuple[ExportHeader, list[SessionSnapshot]]:
-    """Parse and validate a whole export; raises :class:`ExportFormatError` naming the first problem."""
-    checks = limits or DefaultImportLimits()
+def read_export(stream: IO[bytes], limits: Limits | None = None) -> tuple[ExportHeader, list[SessionSnapshot]]:
+    """Parse and validate a whole export against the API's ``limits``; raises :class:`ExportFormatError`."""
+    checks = limits or DEFAULT_LIMITS
     digest = hashlib.sha256()
     header: ExportHeader | None = None
     builder: _SessionBuilder | None = None
@@ -312,51 +307,47 @@ def _field(
 
 def _text(record: dict[str, Any], name: str, number: int, *, max_chars: int, optional: bool = False) -> Any:
     value = _field(record, name, number, str, optional=optional)
-    if value is not None and len(value) > max_chars:
-        raise ExportFormatError(f"Line {number}: field {name!r} is longer than {max_chars} characters")
-    if value == "" and not optional and name in ("id", "session_id"):
-        raise ExportFormatError(f"Line {number}: field {name!r} is empty")
+    if value is not None:
+        _checked(number, check_text, value, name.replace("_", " "), max_chars=max_chars)
     return value
 
 
 def _count(record: dict[str, Any], name: str, number: int) -> int:
     value = _field(record, name, number, int)
-    if value < 0 or value > 10**15:
+    if value < 0 or value > 2**62:
         raise ExportFormatError(f"Line {number}: field {name!r} is out of range")
     return int(value)
 
 
-def _json_size(value: Any) -> int:
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
-
-
 class _SessionBuilder:
-    """Collects one session's records and checks that they form a consistent tree."""
+    """Collects one session's records and checks them with the API's limits and the tree's rules."""
 
-    def __init__(self, record: dict[str, Any], number: int, limits: ImportLimits) -> None:
+    def __init__(self, record: dict[str, Any], number: int, limits: Limits) -> None:
         self._limits = limits
-        self.id: str = _text(record, "id", number, max_chars=MAX_ID_CHARS)
+        self.id: str = _checked(number, limits.check_id, record.get("id"), "session id")
         usage = _field(record, "usage", number, dict)
-        cost = _field(usage, "estimated_cost", number, (int, float))
-        if not math.isfinite(cost) or cost < 0 or cost > 1e12:
-            raise ExportFormatError(f"Line {number}: usage.estimated_cost is out of range")
-        next_seq = _count(record, "next_seq", number)
+        input_tokens, output_tokens = usage.get("input_tokens"), usage.get("output_tokens")
+        cost = usage.get("estimated_cost")
+        _checked(number, limits.check_usage, input_tokens, output_tokens, cost)
+        names = limits.max_name_chars
         self._fields: dict[str, Any] = {
             "id": self.id,
-            "name": _text(record, "name", number, max_chars=MAX_NAME_CHARS),
-            "parent_session_id": _text(record, "parent_session_id", number, max_chars=MAX_ID_CHARS, optional=True),
-            "model": _text(record, "model", number, max_chars=MAX_NAME_CHARS, optional=True),
-            "source": _text(record, "source", number, max_chars=MAX_NAME_CHARS, optional=True),
-            "subject_id": _text(record, "subject_id", number, max_chars=MAX_NAME_CHARS, optional=True),
+            "name": _checked(number, limits.check_name, record.get("name"), "session name"),
+            "parent_session_id": _checked(
+                number, limits.check_optional_id, record.get("parent_session_id"), "parent session id"
+            ),
+            "model": _text(record, "model", number, max_chars=names, optional=True),
+            "source": _text(record, "source", number, max_chars=names, optional=True),
+            "subject_id": _text(record, "subject_id", number, max_chars=names, optional=True),
             "legal_hold": _field(record, "legal_hold", number, bool),
-            "end_reason": _text(record, "end_reason", number, max_chars=MAX_NAME_CHARS, optional=True),
-            "created_at": _text(record, "created_at", number, max_chars=64),
-            "updated_at": _text(record, "updated_at", number, max_chars=64),
-            "input_tokens": _count(usage, "input_tokens", number),
-            "output_tokens": _count(usage, "output_tokens", number),
+            "end_reason": _text(record, "end_reason", number, max_chars=names, optional=True),
+            "created_at": _text(record, "created_at", number, max_chars=TIMESTAMP_CHARS),
+            "updated_at": _text(record, "updated_at", number, max_chars=TIMESTAMP_CHARS),
+            "input_tokens": int(input_tokens),
+            "output_tokens": int(output_tokens),
             "estimated_cost": float(cost),
-            "leaf_id": _text(record, "leaf_id", number, max_chars=MAX_ID_CHARS, optional=True),
-            "next_seq": next_seq,
+            "leaf_id": _checked(number, limits.check_optional_id, record.get("leaf_id"), "leaf id"),
+            "next_seq": _count(record, "next_seq", number),
         }
         self._line = number
         self._messages: list[MessageRow] = []
@@ -374,74 +365,66 @@ class _SessionBuilder:
         return seq
 
     def add(self, kind: str, record: dict[str, Any], number: int) -> None:
+        limits = self._limits
         if kind == "message":
             self._add_message(record, number)
         elif kind == "compaction":
             self._compactions.append(
                 CompactionRow(
-                    id=_text(record, "id", number, max_chars=MAX_ID_CHARS),
+                    id=_text(record, "id", number, max_chars=limits.max_id_chars),
                     seq=self._seq(record, number),
-                    summary=self._content(record, "summary", number),
+                    summary=_checked(
+                        number, limits.check_content, record.get("summary"), "summary", limits.max_summary_bytes
+                    ),
                     from_message_id=self._known(record, "from_message_id", number),
                     to_message_id=self._known(record, "to_message_id", number),
-                    request_key=_text(record, "request_key", number, max_chars=MAX_NAME_CHARS, optional=True),
-                    created_at=_text(record, "created_at", number, max_chars=64),
+                    request_key=_text(record, "request_key", number, max_chars=limits.max_name_chars, optional=True),
+                    created_at=_text(record, "created_at", number, max_chars=TIMESTAMP_CHARS),
                 )
             )
         elif kind in ("block", "prompt"):
-            key = f"{PROMPT_KEY_PREFIX}{self.id}" if kind == "prompt" else _text(record, "key", number, max_chars=512)
+            if kind == "prompt":
+                key = f"{PROMPT_KEY_PREFIX}{self.id}"
+                ceiling = limits.max_response_bytes  # a rendering of every block, so larger than one block
+            else:
+                key = _text(record, "key", number, max_chars=limits.max_label_chars + limits.max_id_chars + 1)
+                ceiling = limits.max_block_bytes
             if not key.endswith(f"_{self.id}") or any(block.key == key for block in self._blocks):
                 raise ExportFormatError(f"Line {number}: block key {key!r} does not belong to session {self.id!r}")
-            content = self._content(record, "content", number)
-            self._blocks.append(BlockRow(key, content, _text(record, "updated_at", number, max_chars=64)))
+            content = _checked(number, limits.check_content, record.get("content"), f"{kind} content", ceiling)
+            self._blocks.append(BlockRow(key, content, _text(record, "updated_at", number, max_chars=TIMESTAMP_CHARS)))
         else:
             skills = _field(record, "skills", number, list)
             if self._skills is not None or not all(isinstance(skill, str) and skill for skill in skills):
                 raise ExportFormatError(f"Line {number}: loaded_skills must appear once and list non-empty strings")
+            for skill in skills:
+                _checked(
+                    number, check_text, skill, "skill id", max_chars=limits.max_label_chars + limits.max_name_chars + 1
+                )
             self._skills = list(skills)
 
-    def _content(self, record: dict[str, Any], name: str, number: int) -> str:
-        value: str = _field(record, name, number, str)
-        size = len(value.encode("utf-8"))
-        if size > self._limits.max_message_bytes:
-            raise ExportFormatError(
-                f"Line {number}: {name} is {size} bytes; the limit is {self._limits.max_message_bytes} bytes"
-            )
-        return value
-
     def _known(self, record: dict[str, Any], name: str, number: int) -> str:
-        value: str = _text(record, name, number, max_chars=MAX_ID_CHARS)
+        value: str = _text(record, name, number, max_chars=self._limits.max_id_chars)
         if value not in self._message_ids:
             raise ExportFormatError(f"Line {number}: {name} {value!r} is not a message of session {self.id!r}")
         return value
 
     def _add_message(self, record: dict[str, Any], number: int) -> None:
-        message_id = _text(record, "id", number, max_chars=MAX_ID_CHARS)
-        message = _field(record, "message", number, dict)
-        try:
-            validate_message(message)
-        except ValidationError as exc:
-            raise ExportFormatError(f"Line {number}: {exc}") from exc
+        message_id = _text(record, "id", number, max_chars=self._limits.max_id_chars)
+        message = _checked(number, self._limits.check_message, _field(record, "message", number, dict))
         if message.get("id") != message_id:
             raise ExportFormatError(f"Line {number}: the message's id differs from the record's id {message_id!r}")
-        size = _json_size(message)
-        if size > self._limits.max_message_bytes:
-            raise ExportFormatError(
-                f"Line {number}: message {message_id!r} is {size} bytes; "
-                f"the limit is {self._limits.max_message_bytes} bytes"
-            )
         if message_id in self._message_ids:
             raise ExportFormatError(f"Line {number}: message {message_id!r} appears twice in session {self.id!r}")
         seq = self._seq(record, number)
-        parent_id = _text(record, "parent_id", number, max_chars=MAX_ID_CHARS, optional=True)
+        parent_id = _text(record, "parent_id", number, max_chars=self._limits.max_id_chars, optional=True)
         if parent_id is not None and parent_id not in self._message_ids:
             raise ExportFormatError(f"Line {number}: parent {parent_id!r} of message {message_id!r} is not before it")
         if self._messages and seq <= self._messages[-1].seq:
             raise ExportFormatError(f"Line {number}: messages must be in insertion (seq) order")
         self._message_ids.add(message_id)
-        self._messages.append(
-            MessageRow(message_id, parent_id, seq, _text(record, "created_at", number, max_chars=64), message)
-        )
+        created_at = _text(record, "created_at", number, max_chars=TIMESTAMP_CHARS)
+        self._messages.append(MessageRow(message_id, parent_id, seq, created_at, message))
 
     def finish(self) -> SessionSnapshot:
         leaf = self._fields["leaf_id"]
@@ -459,11 +442,9 @@ class _SessionBuilder:
 __all__ = [
     "FORMAT_NAME",
     "FORMAT_VERSION",
-    "DefaultImportLimits",
     "ExportFormatError",
     "ExportHeader",
     "ExportWriter",
-    "ImportLimits",
     "UnsupportedVersionError",
     "read_export",
     "snapshot_records",

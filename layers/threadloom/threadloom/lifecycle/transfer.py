@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from typing import IO
 
-    from threadloom.lifecycle.export_format import ImportLimits
+    from threadloom.core.limits import Limits
     from threadloom.lifecycle.protocols import LifecycleStorage
     from threadloom.storage.snapshot import SessionSnapshot
 
@@ -70,7 +70,7 @@ def import_sessions(
     namespace: str,
     stream: IO[bytes],
     *,
-    limits: ImportLimits | None = None,
+    limits: Limits | None = None,
 ) -> ImportReport:
     """Validate the whole file, then write every new session in one transaction."""
     _, snapshots = read_export(stream, limits)
