@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from threadloom.cli.output import ExitCode, Output
+from threadloom.cli.output import ExitCode, Output, plural
 from threadloom.cli.stores import DEFAULT_DATABASE, open_store, with_tls_hint
 from threadloom.errors import NotFoundError, StorageUnavailableError, ValidationError
 
@@ -94,17 +94,10 @@ def sessions_list(
     with state.store() as store:
         registry = store.registry(state.namespace)
         infos = registry.list_page(limit=limit)[0] if limit else registry.list()
-    table = Table("id", "name", "subject", "hold", "updated", "tokens in/out", "cost")
+    table = Table("id", "name", "subject", "hold", "last activity")
+    table.columns[0].no_wrap = table.columns[4].no_wrap = True  # ids and times are copied whole
     for info in infos:
-        table.add_row(
-            info.id,
-            info.name,
-            info.subject_id or "",
-            "held" if info.legal_hold else "",
-            info.updated_at,
-            f"{info.input_tokens}/{info.output_tokens}",
-            f"{info.estimated_cost:g}",
-        )
+        table.add_row(info.id, info.name, info.subject_id or "", "held" if info.legal_hold else "", info.updated_at)
     state.out.result(
         [dataclasses.asdict(info) for info in infos],
         table=table if infos else None,
@@ -175,7 +168,7 @@ def export(
             partial.unlink(missing_ok=True)
     state.out.result(
         {"file": str(output), "sessions": report.sessions, "messages": report.messages, "bytes": output.stat().st_size},
-        text=f"Exported {report.sessions} sessions ({report.messages} messages) to {output}.",
+        text=f"Exported {plural(report.sessions, 'session')} ({plural(report.messages, 'message')}) to {output}.",
     )
 
 
@@ -204,7 +197,7 @@ def import_(
                 report = import_sessions(store.lifecycle(), state.namespace, stream, limits=limits)
     state.out.result(
         {"imported": report.imported, "unchanged": report.unchanged, "messages": report.messages},
-        text=f"Imported {len(report.imported)} sessions ({report.messages} messages); "
+        text=f"Imported {plural(len(report.imported), 'session')} ({plural(report.messages, 'message')}); "
         f"{len(report.unchanged)} already present and unchanged.",
     )
 
@@ -309,7 +302,7 @@ def retention_sweep(
             "complete": report.complete,
         },
         table=table if report.expired else None,
-        text=f"Sweep {verb} {len(listed)} sessions inactive since before {report.cutoff}"
+        text=f"Sweep {verb} {plural(len(listed), 'session')} inactive since before {report.cutoff}"
         + ("" if report.complete else " (stopped early; run it again to continue)")
         + ".",
     )

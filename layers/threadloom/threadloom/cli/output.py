@@ -19,6 +19,9 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 
+PIPE_WIDTH = 120
+
+
 class ExitCode(enum.IntEnum):
     """What a non-zero exit means; scripts can branch on it."""
 
@@ -30,6 +33,10 @@ class ExitCode(enum.IntEnum):
     INVALID_INPUT = 5
     UNAVAILABLE = 6
     INTERRUPTED = 130
+
+
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {many or noun + 's'}"
 
 
 def exit_code_for(error: Exception) -> ExitCode:
@@ -54,7 +61,10 @@ class Output:
 
     @classmethod
     def create(cls, *, as_json: bool) -> Output:
-        return cls(as_json=as_json, stdout=Console(soft_wrap=True), stderr=Console(stderr=True))
+        stdout = Console(soft_wrap=True)
+        if not stdout.is_terminal:  # a pipe or a file: no window to fit, so keep ids and times on one line
+            stdout = Console(soft_wrap=True, width=PIPE_WIDTH)
+        return cls(as_json=as_json, stdout=stdout, stderr=Console(stderr=True))
 
     def result(self, data: Any, *, table: Table | None = None, text: str | None = None) -> None:
         if self.as_json:
@@ -74,4 +84,4 @@ class Output:
             yield lambda: bar.advance(task)
 
 
-__all__ = ["ExitCode", "Output", "exit_code_for"]
+__all__ = ["ExitCode", "Output", "exit_code_for", "plural"]

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
+from threadloom.cli.output import plural
 from threadloom.lifecycle.export_format import PROMPT_KEY_PREFIX
 
 if TYPE_CHECKING:
@@ -71,17 +72,19 @@ def summary_tables(summary: dict[str, Any]) -> list[Table]:
     facts.add_column(style="bold")
     facts.add_column()
     tree, usage = summary["tree"], summary["usage"]
+    branch_points = plural(tree["branch_points"], "branch point")
     rows = [
         ("name", summary["name"]),
         ("subject", summary["subject_id"] or "-"),
         ("legal hold", "yes" if summary["legal_hold"] else "no"),
         ("parent session", summary["parent_session_id"] or "-"),
-        ("created / last activity", f"{summary['created_at']} / {summary['updated_at']}"),
-        ("messages", f"{tree['messages']} ({tree['leaves']} leaves, {tree['branch_points']} branch points)"),
-        ("latest leaf", f"{tree['latest_leaf'] or '-'} (path of {tree['latest_path_length']} messages)"),
+        ("created", summary["created_at"]),
+        ("last activity", summary["updated_at"]),
+        ("messages", f"{tree['messages']} ({plural(tree['leaves'], 'leaf', 'leaves')}, {branch_points})"),
+        ("latest leaf", f"{tree['latest_leaf'] or '-'} (path of {plural(tree['latest_path_length'], 'message')})"),
         ("frozen prompt", "-" if summary["frozen_prompt_chars"] is None else f"{summary['frozen_prompt_chars']} chars"),
         ("loaded skills", ", ".join(summary["loaded_skills"]) or "-"),
-        ("usage", f"{usage['input_tokens']} in, {usage['output_tokens']} out, cost {usage['estimated_cost']:g}"),
+        ("usage", f"{usage['input_tokens']} tokens in, {usage['output_tokens']} out, cost {usage['estimated_cost']:g}"),
     ]
     for name, value in rows:
         facts.add_row(name, str(value))
