@@ -69,7 +69,7 @@ def root(
             "--database",
             "-d",
             envvar="THREADLOOM_DATABASE_URL",
-            help=f"sqlite:///path/file.db or postgresql://user@host:5432/db [default: {DEFAULT_DATABASE}]",
+            help=f"A SQLite file (path or sqlite:///path) or postgresql://user@host/db [default: {DEFAULT_DATABASE}]",
         ),
     ] = None,
     namespace: Annotated[

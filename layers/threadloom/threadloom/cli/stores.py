@@ -17,7 +17,9 @@ TLS_HINT = (
 
 
 def open_store(url: str) -> Any:
-    """A ``SqliteStore`` or ``PostgresStore``; the caller closes it."""
+    """A ``SqliteStore`` or ``PostgresStore``; the caller closes it. A bare path means a SQLite file."""
+    if "://" not in url and url:
+        url = f"sqlite:///{url}"
     if url.startswith("sqlite:///"):
         path = url.removeprefix("sqlite:///")
         if not path:
@@ -31,7 +33,7 @@ def open_store(url: str) -> Any:
         from threadloom.storage.postgres.store import PostgresStore
 
         return PostgresStore(url)
-    raise ValidationError(f"--database must be sqlite:///path or postgresql://…, not {url!r}")
+    raise ValidationError(f"--database must be a file path, sqlite:///path or postgresql://…, not {url!r}")
 
 
 def with_tls_hint(error: StorageUnavailableError) -> StorageUnavailableError:
