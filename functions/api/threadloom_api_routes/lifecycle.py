@@ -11,7 +11,17 @@ from threadloom.api import data_lifecycle, service
 from threadloom.api.models import ErasureReceiptOut, ExportLink, ImportFromS3, ImportOut
 from threadloom.api.runtime import get_runtime
 
-from threadloom_api_routes.common import ERROR_RESPONSES, json_response, manager, new_router, tenant
+from threadloom_api_routes.common import (
+    ANY,
+    BODY,
+    ERROR_DESCRIPTIONS,
+    SESSION,
+    json_response,
+    manager,
+    new_router,
+    responses,
+    tenant,
+)
 
 router = new_router()
 JSONL = "application/x-ndjson"
@@ -21,13 +31,10 @@ JSONL = "application/x-ndjson"
     "/sessions/<sessionId>/export",
     summary="Export a session (JSONL, docs/export-format.md); large ones answer 303 with a presigned S3 URL",
     tags=["lifecycle"],
+    operation_id="exportSession",
     responses={
+        **responses(303, ExportLink, "Too large for a response: download it from the presigned URL", *SESSION),
         200: {"description": "The export file", "content": {JSONL: {"schema": {"type": "string"}}}},
-        303: {
-            "description": "Too large for a response: download from the URL",
-            "content": {"application/json": {"model": ExportLink}},
-        },
-        **ERROR_RESPONSES,
     },
 )
 def export_session(sessionId: str) -> Response[Any]:
@@ -50,7 +57,12 @@ def export_session(sessionId: str) -> Response[Any]:
     "/sessions/import",
     summary="Import an export file sent as the request body (all or nothing, ids kept, idempotent)",
     tags=["lifecycle"],
-    responses=ERROR_RESPONSES,
+    operation_id="importSessions",
+    openapi_extensions={"x-request-media-type": JSONL},
+    responses={
+        **responses(200, ImportOut, "What was imported and what was already there", *ANY, 409, *BODY),
+        415: {"description": f"{ERROR_DESCRIPTIONS[415]} (here: {JSONL})"},
+    },
 )
 def import_upload() -> ImportOut:
     body = router.current_event.decoded_body or ""
@@ -61,7 +73,8 @@ def import_upload() -> ImportOut:
     "/sessions/import-from-s3",
     summary="Import an export file from the export bucket (imports/<tenant>/… or exports/<tenant>/…)",
     tags=["lifecycle"],
-    responses=ERROR_RESPONSES,
+    operation_id="importSessionsFromS3",
+    responses=responses(200, ImportOut, "What was imported and what was already there", *ANY, 404, 409, *BODY),
 )
 def import_from_s3(body: Annotated[ImportFromS3, Body()]) -> ImportOut:
     return data_lifecycle.import_from_bucket(get_runtime(), tenant(router), body.key)
@@ -71,7 +84,8 @@ def import_from_s3(body: Annotated[ImportFromS3, Body()]) -> ImportOut:
     "/subjects/<subjectId>/erase",
     summary="Erase every session of a data subject in this tenant, with forks and continuations (admin scope)",
     tags=["lifecycle"],
-    responses=ERROR_RESPONSES,
+    operation_id="eraseSubject",
+    responses=responses(200, ErasureReceiptOut, "The erasure receipt", *ANY, 403),
 )
 def erase_subject(subjectId: str) -> ErasureReceiptOut:
     authorizer = router.current_event.request_context.authorizer

@@ -37,6 +37,9 @@ MAX_BODY_BYTES = 6 * 1024 * 1024
 CORS_ORIGINS_VARIABLE = "THREADLOOM_CORS_ORIGINS"
 CORS_HEADERS = ["Authorization", "Content-Type", "Idempotency-Key", "If-Match"]
 CORS_MAX_AGE_SECONDS = 600
+JSON_LINES = "application/x-ndjson"
+JSON_LINES_PATHS = frozenset({"/sessions/import"})
+"""Routes whose body is an export file (JSON Lines), validated line by line by the import itself."""
 
 
 def cors_config(environ: Mapping[str, str] | None = None) -> CORSConfig | None:
@@ -66,19 +69,14 @@ def check_event(event: Mapping[str, Any], limits: Limits) -> None:
         return
     headers = {str(key).lower(): value for key, value in (event.get("headers") or {}).items()}
     media_type = str(headers.get("content-type") or "application/json").split(";", 1)[0].strip().lower()
+    if media_type == JSON_LINES and event.get("rawPath") in JSON_LINES_PATHS:
+        _check_utf8(_sized(_body_bytes(body, encoded=bool(event.get("isBase64Encoded")))))
+        return
     if media_type != "application/json":
         raise UnsupportedMediaTypeError(
             f"The request body must be JSON (Content-Type: application/json), not {media_type!r}"
         )
-    raw = _body_bytes(body, encoded=bool(event.get("isBase64Encoded")))
-    if len(raw) > MAX_BODY_BYTES:
-        raise PayloadTooLargeError(f"The request body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES} bytes")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValidationError(
-            f"The request body is not valid UTF-8 text (byte 0x{raw[exc.start]:02x} at position {exc.start})"
-        ) from None
+    text = _check_utf8(_sized(_body_bytes(body, encoded=bool(event.get("isBase64Encoded")))))
     try:
         parsed = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -93,6 +91,21 @@ def check_event(event: Mapping[str, Any], limits: Limits) -> None:
         raise ValidationError(f"The request body is not usable JSON: {exc}") from None
     # Two more levels than a message may use: a body wraps messages ({"messages": [{...}]}).
     limits.check_json(parsed, "request body", extra_depth=2)
+
+
+def _sized(raw: bytes) -> bytes:
+    if len(raw) > MAX_BODY_BYTES:
+        raise PayloadTooLargeError(f"The request body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES} bytes")
+    return raw
+
+
+def _check_utf8(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValidationError(
+            f"The request body is not valid UTF-8 text (byte 0x{raw[exc.start]:02x} at position {exc.start})"
+        ) from None
 
 
 def _body_bytes(body: str, *, encoded: bool) -> bytes:
