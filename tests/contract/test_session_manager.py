@@ -149,3 +149,21 @@ def test_searchable_history_block(store: Any) -> None:
     assert block.is_searchable and block.description == "Cross-session conversation history"
     found = session.tools()["search_context"].execute({"label": "history", "query": "roadmap"})
     assert found == "[user] we discussed the roadmap"
+
+
+def test_open_session_creates_once_per_key_and_namespace(make_store: Callable[[], Any]) -> None:
+    # Given two managers of one namespace (two processes) and one of another namespace
+    first, second = manager_for(make_store()), manager_for(make_store())
+    other = manager_for(make_store(), namespace="tenant-b")
+
+    # When the same key is opened from each
+    opened = first.open_session("user-42", source="openai-agents")
+    again = second.open_session("user-42", name="ignored: it exists")
+    elsewhere = other.open_session("user-42")
+
+    # Then one namespace shares one session, named after the key; the other namespace has its own
+    assert again == opened and opened.name == "user-42" and opened.source == "openai-agents"
+    assert opened.id == first.session_id_for("user-42") != elsewhere.id
+    assert first.count() == 1 and other.get(opened.id) is None
+    with pytest.raises(ValidationError):
+        first.open_session("")

@@ -7,7 +7,16 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 from threadloom.api import service
-from threadloom.api.models import Deleted, ForkIn, SessionCreate, SessionOut, SessionPage, SessionRename, UsageIn
+from threadloom.api.models import (
+    Deleted,
+    ForkIn,
+    SessionCreate,
+    SessionOpen,
+    SessionOut,
+    SessionPage,
+    SessionRename,
+    UsageIn,
+)
 
 from threadloom_api_routes.common import (
     ANY,
@@ -46,6 +55,20 @@ def create_session(body: Annotated[SessionCreate, Body()], idempotency_key: Idem
         return 201, created
 
     return idempotent_write(router, idempotency_key, body.model_dump(mode="json"), run)
+
+
+@router.post(
+    "/sessions/open",
+    summary="Get or create the session named by your own key (201 when created, 200 when it existed)",
+    tags=["sessions"],
+    operation_id="openSession",
+    responses=responses(
+        201, SessionOut, "The session, created now", *ANY, *BODY, also={200: (SessionOut, "The session, which existed")}
+    ),
+)
+def open_session(body: Annotated[SessionOpen, Body()]) -> Response[Any]:
+    out, created = service.open_session(manager(router), body.key, name=body.name, model=body.model, source=body.source)
+    return json_response(201 if created else 200, out)
 
 
 @router.get(

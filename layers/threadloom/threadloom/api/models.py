@@ -55,6 +55,15 @@ class SessionCreate(ApiModel):
     """Whose personal data the session holds (for erasure); default: the caller's JWT ``sub``."""
 
 
+class SessionOpen(ApiModel):
+    """Get or create the session an agent framework names with its own key (``SessionManager.open_session``)."""
+
+    key: Annotated[str, Field(min_length=1, max_length=512)]
+    name: Annotated[str, Field(max_length=1024)] | None = None
+    model: str | None = None
+    source: str | None = None
+
+
 class SessionRename(ApiModel):
     """``PATCH /sessions/{id}``: rename, and/or set the legal hold (a held session outlives retention)."""
 
@@ -410,6 +419,7 @@ __all__ = [
     "SearchHit",
     "SearchOut",
     "SessionCreate",
+    "SessionOpen",
     "SessionOut",
     "SessionPage",
     "SessionRename",

@@ -115,6 +115,15 @@ def create_session(
     return SessionOut.of(info)
 
 
+def open_session(
+    manager: SessionManager, key: str, *, name: str | None, model: str | None, source: str | None
+) -> tuple[SessionOut, bool]:
+    """The session for the caller's key and whether this call created it."""
+    existed = manager.get(manager.session_id_for(key)) is not None
+    info = manager.open_session(key, name=name, model=model, source=source)
+    return SessionOut.of(info), not existed
+
+
 def list_sessions(manager: SessionManager, limits: Limits, *, limit: int | None, cursor: str | None) -> SessionPage:
     sessions, next_cursor = manager.list_page(limit=page_size(limit, limits), cursor=cursor or None)
     return SessionPage(sessions=[SessionOut.of(info) for info in sessions], next_cursor=next_cursor)
@@ -469,6 +478,7 @@ __all__ = [
     "history",
     "leaf",
     "list_sessions",
+    "open_session",
     "page_size",
     "rename_session",
     "require_session",

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 HISTORY_BLOCK_DESCRIPTION = "Cross-session conversation history"
 SPLIT_SEED_PREFIX = "[Context from previous session]"
 HISTORY_SEARCH_LIMIT = 10
+KEYED_SESSION_NAMESPACE = uuid.UUID("6f1d2c3e-8a4b-5c6d-9e0f-1a2b3c4d5e6f")
+"""UUIDv5 namespace of the ids that :meth:`SessionManager.open_session` derives from callers' keys."""
 
 
 class _CreateDescriptor:
@@ -239,6 +241,38 @@ class SessionManager:
         return self._registry.create(  # type: ignore[no-any-return]
             name, parent_session_id=parent_session_id, model=model, source=source, subject_id=subject_id
         )
+
+    def session_id_for(self, key: str) -> str:
+        """The session id that ``key`` names in this namespace: the same key in two namespaces never collides."""
+        if not isinstance(key, str) or not key:
+            raise ValidationError("A session key must be a non-empty string")
+        return str(uuid.uuid5(KEYED_SESSION_NAMESPACE, f"{self.namespace}\n{key}"))
+
+    def open_session(
+        self, key: str, *, name: str | None = None, model: str | None = None, source: str | None = None
+    ) -> SessionInfo:
+        """The session for the caller's own conversation key, created on first use.
+
+        Agent frameworks name conversations themselves ("user-42"); the session id is derived
+        from the namespace and the key, so it is stable across processes and never clashes
+        with another tenant's key. ``name`` defaults to the key.
+        """
+        session_id = self.session_id_for(key)
+        info = self._registry.get(session_id)
+        if info is not None:
+            return info  # type: ignore[no-any-return]
+        if name is not None and not isinstance(name, str):
+            raise ValidationError("A session name must be a string")
+        try:
+            return self._registry.create(  # type: ignore[no-any-return]
+                key if name is None else name, model=model, source=source, session_id=session_id
+            )
+        except Exception:
+            # Another process created it between the read and the insert: theirs is the session.
+            info = self._registry.get(session_id)
+            if info is None:
+                raise
+            return info  # type: ignore[no-any-return]
 
     def get(self, session_id: str) -> SessionInfo | None:
         return self._registry.get(session_id)  # type: ignore[no-any-return]
