@@ -1,0 +1,59 @@
+"""JSON bodies of the HTTP API (camelCase) → the library's records, so client and library return the same types."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from threadloom.records import ContextBlock, SearchResult, SessionInfo, StoredCompaction
+
+
+def session_info(body: dict[str, Any]) -> SessionInfo:
+    return SessionInfo(
+        id=body["id"],
+        name=body["name"],
+        parent_session_id=body.get("parentSessionId"),
+        model=body.get("model"),
+        source=body.get("source"),
+        input_tokens=int(body.get("inputTokens", 0)),
+        output_tokens=int(body.get("outputTokens", 0)),
+        estimated_cost=float(body.get("estimatedCost", 0.0)),
+        end_reason=body.get("endReason"),
+        created_at=body["createdAt"],
+        updated_at=body["updatedAt"],
+    )
+
+
+def search_result(body: dict[str, Any]) -> SearchResult:
+    return SearchResult(
+        id=body["id"],
+        role=body["role"],
+        content=body["content"],
+        created_at=body["createdAt"],
+        session_id=body["sessionId"],
+    )
+
+
+def stored_compaction(body: dict[str, Any]) -> StoredCompaction:
+    return StoredCompaction(
+        id=body["id"],
+        summary=body["summary"],
+        from_message_id=body["fromMessageId"],
+        to_message_id=body["toMessageId"],
+        created_at=body["createdAt"],
+    )
+
+
+def context_block(body: dict[str, Any]) -> ContextBlock:
+    return ContextBlock(
+        label=body["label"],
+        description=body.get("description"),
+        content=body["content"],
+        tokens=int(body["tokens"]),
+        max_tokens=body.get("maxTokens"),
+        writable=bool(body["writable"]),
+        is_skill=bool(body["isSkill"]),
+        is_searchable=bool(body["isSearchable"]),
+    )
+
+
+__all__ = ["context_block", "search_result", "session_info", "stored_compaction"]
