@@ -1,0 +1,231 @@
+"""Retries, backoff, ``Retry-After``, and idempotent replay, against small loopback HTTP servers."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+from threadloom import SqliteStore, StorageUnavailableError
+from threadloom.api.runtime import Runtime, Settings, set_runtime
+from threadloom.client import HttpError, RetryPolicy, ServiceUnreachableError, ThreadloomClient
+from threadloom.client.transport import parse_retry_after
+from threadloom.local_server import Handler
+
+from tests.support.local_server import free_port
+
+SESSION = {
+    "id": "s1",
+    "name": "n",
+    "parentSessionId": None,
+    "model": None,
+    "source": None,
+    "inputTokens": 0,
+    "outputTokens": 0,
+    "estimatedCost": 0.0,
+    "endReason": None,
+    "createdAt": "2026-01-01T00:00:00.000Z",
+    "updatedAt": "2026-01-01T00:00:00.000Z",
+}
+
+
+class Script:
+    """What the scripted server answers, in order; every request it sees is recorded."""
+
+    def __init__(self, *answers: tuple[int, dict[str, str], Any] | str) -> None:
+        self.answers = list(answers)
+        self.seen: list[tuple[str, str, dict[str, str]]] = []
+
+
+@contextmanager
+def scripted_server(script: Script) -> Iterator[str]:
+    class Scripted(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def _answer(self) -> None:
+            length = int(self.headers.get("content-length") or 0)
+            self.rfile.read(length)
+            script.seen.append((self.command, self.path, {k.lower(): v for k, v in self.headers.items()}))
+            answer = script.answers.pop(0) if script.answers else (200, {}, SESSION)
+            if answer == "drop":  # the request arrived; the answer never does
+                self.close_connection = True
+                self.connection.shutdown(2)
+                return
+            status, headers, body = answer  # type: ignore[misc]
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            for key, value in {"content-type": "application/json", **headers}.items():
+                self.send_header(key, value)
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _answer
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Scripted)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def quick_client(url: str, sleeps: list[float], **kwargs: Any) -> ThreadloomClient:
+    client = ThreadloomClient(url, token="tok-123", timeout=5, **kwargs)
+    client._http._sleep = sleeps.append  # record the backoff instead of waiting
+    return client
+
+
+UNAVAILABLE = (503, {}, {"error": {"code": "storage_unavailable", "message": "Database is down"}})
+
+
+def test_a_write_that_fails_twice_then_succeeds_is_retried_with_one_idempotency_key() -> None:
+    script = Script(UNAVAILABLE, (429, {"retry-after": "2"}, {"message": "Too Many Requests"}))
+    sleeps: list[float] = []
+    with scripted_server(script) as url, quick_client(url, sleeps) as client:
+        info = client.create("n")
+    assert info.id == "s1"
+    assert [(method, path) for method, path, _ in script.seen] == [("POST", "/sessions")] * 3
+    keys = {headers["idempotency-key"] for _, _, headers in script.seen}
+    assert len(keys) == 1 and all(h["authorization"] == "Bearer tok-123" for _, _, h in script.seen)
+    assert len(sleeps) == 2 and 0 <= sleeps[0] <= 0.2 and sleeps[1] == 2.0  # jittered backoff, then Retry-After
+
+
+def test_a_read_survives_two_dropped_connections() -> None:
+    script = Script("drop", "drop")
+    sleeps: list[float] = []
+    with scripted_server(script) as url, quick_client(url, sleeps) as client:
+        assert client.get("s1") is not None
+    assert len(script.seen) == 3 and len(sleeps) == 2
+
+
+def test_writes_that_may_have_run_are_not_repeated_unless_idempotent() -> None:
+    # add_usage is not idempotent: a 503 (the write may have happened) is surfaced, not retried
+    script = Script(UNAVAILABLE)
+    sleeps: list[float] = []
+    with (
+        scripted_server(script) as url,
+        quick_client(url, sleeps) as client,
+        pytest.raises(StorageUnavailableError, match="Database is down"),
+    ):
+        client.add_usage("s1", 1, 1, 0.0)
+    assert len(script.seen) == 1 and sleeps == []
+
+    # ... but a throttled one (429: never run) is
+    script = Script((429, {"retry-after": "0"}, {}))
+    with scripted_server(script) as url, quick_client(url, sleeps) as client:
+        assert client.add_usage("s1", 1, 1, 0.0).id == "s1"
+    assert len(script.seen) == 2
+
+
+def test_retries_are_bounded_and_unknown_failures_keep_their_status() -> None:
+    script = Script(UNAVAILABLE, UNAVAILABLE, UNAVAILABLE)
+    sleeps: list[float] = []
+    with (
+        scripted_server(script) as url,
+        quick_client(url, sleeps, max_retries=2) as client,
+        pytest.raises(StorageUnavailableError),
+    ):
+        client.get("s1")
+    assert len(script.seen) == 3 and len(sleeps) == 2
+
+    script = Script((500, {}, {"error": {"code": "internal_error", "message": "Internal error (request r-1)"}}))
+    with scripted_server(script) as url, quick_client(url, sleeps) as client, pytest.raises(HttpError) as raised:
+        client.get("s1")
+    assert (raised.value.status, raised.value.code, str(raised.value)) == (
+        500,
+        "internal_error",
+        "Internal error (request r-1)",
+    )
+
+
+def test_an_unreachable_service_raises_after_the_retries() -> None:
+    sleeps: list[float] = []
+    with (
+        quick_client(f"http://127.0.0.1:{free_port()}", sleeps, max_retries=2) as client,
+        pytest.raises(ServiceUnreachableError),
+    ):
+        client.create("n")  # connection refused: nothing was sent, so even a POST is retried
+    assert len(sleeps) == 2
+
+
+def test_retry_after_and_backoff() -> None:
+    assert parse_retry_after("3") == 3.0
+    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0  # a date in the past
+    assert parse_retry_after("soon") is None and parse_retry_after(None) is None
+    policy = RetryPolicy(backoff=1.0, max_backoff=4.0)
+    assert policy.delay(0, "120") == 4.0  # capped
+    assert all(0 <= policy.delay(attempt) <= min(4.0, 2**attempt) for attempt in range(6))
+
+
+@pytest.fixture
+def api_behind_a_flaky_network(tmp_path: Path) -> Iterator[tuple[str, list[str]]]:
+    """The real API handler (idempotency on a moto DynamoDB table) whose first answer per listed route is lost."""
+    with mock_aws():
+        boto3.client("dynamodb", region_name="us-east-1").create_table(
+            TableName="idem",
+            BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        )
+        store = SqliteStore(str(tmp_path / "api.db"))
+        set_runtime(Runtime(Settings(sqlite_path=str(tmp_path / "api.db"), idempotency_table="idem"), store=store))
+        to_drop: list[str] = []
+
+        class Flaky(Handler):
+            def _write(self, status: int, headers: dict[str, str], data: bytes) -> None:
+                route = f"{self.command} {self.path}"
+                if route in to_drop:  # the handler ran; the answer is lost on the way back
+                    to_drop.remove(route)
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                    return
+                super()._write(status, headers, data)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Flaky)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{server.server_port}", to_drop
+        finally:
+            server.shutdown()
+            server.server_close()
+            thread.join(timeout=5)
+            set_runtime(None)
+            store.close()
+
+
+def test_a_lost_answer_is_replayed_not_applied_twice(api_behind_a_flaky_network: tuple[str, list[str]]) -> None:
+    url, to_drop = api_behind_a_flaky_network
+    sleeps: list[float] = []
+    with quick_client(url, sleeps) as client:
+        # Session creation is not naturally idempotent: the Idempotency-Key makes the retry a replay
+        to_drop.append("POST /sessions")
+        created = client.create("Once")
+        assert [info.id for info in client.list()] == [created.id] and len(sleeps) == 1
+
+        # An append retried after a lost answer stores the message once
+        to_drop.append(f"POST /sessions/{created.id}/messages")
+        client.append(created.id, {"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hi"}]})
+        assert [m["id"] for m in client.get_history(created.id)] == ["m1"] and len(sleeps) == 2
+
+        # A fork too: one fork, not two
+        to_drop.append(f"POST /sessions/{created.id}/fork")
+        fork = client.fork(created.id, "m1", "Fork")
+        assert sorted(info.id for info in client.list()) == sorted([created.id, fork.id])
