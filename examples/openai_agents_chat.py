@@ -1,0 +1,121 @@
+"""Chat with an OpenAI Agents SDK agent whose memory is a Threadloom session.
+
+    make serve                                    # the local API, in another terminal
+    python examples/openai_agents_chat.py "Remember that the launch is on Friday" "What do you remember?"
+
+Each argument is one user turn; run it again later (a new process) and the agent still knows
+what it saved. A scripted model answers by default, so no key or network is needed; set
+THREADLOOM_BEDROCK_MODEL_ID (and ``pip install 'openai-agents[litellm]'``) to talk to Bedrock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+from typing import TYPE_CHECKING, Any
+
+from agents import Agent, Model, ModelResponse, Runner, Usage, function_tool, set_tracing_disabled
+from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+from openai.types.responses.response_reasoning_item import ResponseReasoningItem, Summary
+from threadloom.client import ThreadloomClient
+from threadloom.integrations.openai_agents import ThreadloomSession
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+
+@function_tool
+def save_note(text: str) -> str:
+    """Remember a fact for later turns."""
+    return f"saved: {text}"
+
+
+class ScriptedModel(Model):
+    """A deterministic stand-in for an LLM: saves notes with a tool call, recalls them from the history."""
+
+    async def get_response(self, system_instructions: Any, input: Any, *args: Any, **kwargs: Any) -> ModelResponse:  # noqa: A002
+        items = [{"role": "user", "content": input}] if isinstance(input, str) else list(input)
+        last = items[-1]
+        turn = len(items)
+        notes = [json.loads(i["arguments"])["text"] for i in items if i.get("type") == "function_call"]
+        if last.get("type") == "function_call_output":
+            output: list[Any] = [self._say(turn, f"Noted. I now remember {len(notes)} thing(s).")]
+        elif str(self._text(last)).lower().startswith("remember that "):
+            fact = str(self._text(last))[len("remember that ") :]
+            output = [
+                ResponseReasoningItem(
+                    id=f"rs_{turn}",
+                    type="reasoning",
+                    summary=[Summary(text="The user states a fact.", type="summary_text")],
+                ),
+                ResponseFunctionToolCall(
+                    id=f"fc_{turn}",
+                    call_id=f"call_{turn}",
+                    name="save_note",
+                    arguments=json.dumps({"text": fact}),
+                    type="function_call",
+                    status="completed",
+                ),
+            ]
+        else:
+            output = [self._say(turn, "I remember: " + ("; ".join(notes) if notes else "nothing yet") + ".")]
+        return ModelResponse(output=output, usage=Usage(), response_id=None)
+
+    @staticmethod
+    def _text(item: dict[str, Any]) -> Any:
+        content = item.get("content")
+        return content if isinstance(content, str) else " ".join(c.get("text", "") for c in content or [])
+
+    @staticmethod
+    def _say(turn: int, text: str) -> ResponseOutputMessage:
+        return ResponseOutputMessage(
+            id=f"msg_{turn}",
+            role="assistant",
+            status="completed",
+            type="message",
+            content=[ResponseOutputText(text=text, type="output_text", annotations=[])],
+        )
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        raise NotImplementedError("the scripted model does not stream")
+
+
+def build_agent() -> Agent[Any]:
+    model_id = os.environ.get("THREADLOOM_BEDROCK_MODEL_ID")
+    if model_id:
+        from agents.extensions.models.litellm_model import LitellmModel
+
+        model: Model = LitellmModel(model=f"bedrock/{model_id}")
+    else:
+        model = ScriptedModel()
+    return Agent(
+        name="notes", instructions="Save facts with save_note; recall them when asked.", model=model, tools=[save_note]
+    )
+
+
+async def chat(session: ThreadloomSession, prompts: list[str]) -> list[str]:
+    agent = build_agent()
+    answers = []
+    for prompt in prompts:
+        result = await Runner.run(agent, prompt, session=session)
+        answers.append(str(result.final_output))
+    return answers
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("prompts", nargs="+")
+    parser.add_argument("--url", default=os.environ.get("THREADLOOM_URL", "http://127.0.0.1:3000"))
+    parser.add_argument("--session", default="openai-agents-demo")
+    args = parser.parse_args()
+    set_tracing_disabled(True)
+    with ThreadloomClient(args.url) as client:
+        session = ThreadloomSession(args.session, client)
+        for prompt, answer in zip(args.prompts, asyncio.run(chat(session, args.prompts)), strict=True):
+            print(f"you:   {prompt}\nagent: {answer}")
+
+
+if __name__ == "__main__":
+    main()
