@@ -13,7 +13,7 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
-from threadloom import SqliteStore, StorageUnavailableError
+from threadloom import ConflictError, SqliteStore, StorageUnavailableError
 from threadloom.api.runtime import Runtime, Settings, set_runtime
 from threadloom.client import HttpError, RetryPolicy, ServiceUnreachableError, ThreadloomClient
 from threadloom.client.transport import parse_retry_after
@@ -84,7 +84,7 @@ def scripted_server(script: Script) -> Iterator[str]:
 
 
 def quick_client(url: str, sleeps: list[float], **kwargs: Any) -> ThreadloomClient:
-    client = ThreadloomClient(url, token="tok-123", timeout=5, **kwargs)
+    client = ThreadloomClient(url, token="tok-123", timeout=30, **kwargs)
     client._http._sleep = sleeps.append  # record the backoff instead of waiting
     return client
 
@@ -102,6 +102,19 @@ def test_a_write_that_fails_twice_then_succeeds_is_retried_with_one_idempotency_
     keys = {headers["idempotency-key"] for _, _, headers in script.seen}
     assert len(keys) == 1 and all(h["authorization"] == "Bearer tok-123" for _, _, h in script.seen)
     assert len(sleeps) == 2 and 0 <= sleeps[0] <= 0.2 and sleeps[1] == 2.0  # jittered backoff, then Retry-After
+
+
+def test_a_write_whose_first_attempt_is_still_running_waits_for_its_outcome() -> None:
+    in_progress = (409, {}, {"error": {"code": "idempotency_in_progress", "message": "still in progress"}})
+    script = Script(in_progress, (409, {}, {"error": {"code": "conflict", "message": "Latest leaf moved"}}))
+    sleeps: list[float] = []
+    with (
+        scripted_server(script) as url,
+        quick_client(url, sleeps) as client,
+        pytest.raises(ConflictError, match="moved"),
+    ):
+        client.create("n")
+    assert len(script.seen) == 2 and len(sleeps) == 1  # retried once; a plain conflict is final
 
 
 def test_a_read_survives_two_dropped_connections() -> None:
@@ -218,14 +231,14 @@ def test_a_lost_answer_is_replayed_not_applied_twice(api_behind_a_flaky_network:
         # Session creation is not naturally idempotent: the Idempotency-Key makes the retry a replay
         to_drop.append("POST /sessions")
         created = client.create("Once")
-        assert [info.id for info in client.list()] == [created.id] and len(sleeps) == 1
+        assert [info.id for info in client.list()] == [created.id] and sleeps
 
         # An append retried after a lost answer stores the message once
         to_drop.append(f"POST /sessions/{created.id}/messages")
         client.append(created.id, {"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hi"}]})
-        assert [m["id"] for m in client.get_history(created.id)] == ["m1"] and len(sleeps) == 2
+        assert [m["id"] for m in client.get_history(created.id)] == ["m1"] and not to_drop
 
         # A fork too: one fork, not two
         to_drop.append(f"POST /sessions/{created.id}/fork")
         fork = client.fork(created.id, "m1", "Fork")
-        assert sorted(info.id for info in client.list()) == sorted([created.id, fork.id])
+        assert sorted(info.id for info in client.list()) == sorted([created.id, fork.id]) and not to_drop

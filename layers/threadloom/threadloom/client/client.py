@@ -30,11 +30,11 @@ if TYPE_CHECKING:
 class ThreadloomClient:
     """A synchronous client of the Threadloom HTTP API.
 
-    Writes carry an ``Idempotency-Key``; throttling (429), 502/503/504 and connection
-    failures are retried with exponential backoff (``Retry-After`` honoured) when repeating
-    the request is safe. Failures raise the library's exceptions (``NotFoundError``,
-    ``ConflictError``...); an unreachable service raises ``ServiceUnreachableError``, a
-    ``StorageUnavailableError``.
+    Writes carry an ``Idempotency-Key``; throttling (429), 502/503/504, connection failures
+    and "this key is still in progress" (409) are retried with exponential backoff
+    (``Retry-After`` honoured) when repeating the request is safe. Failures raise the
+    library's exceptions (``NotFoundError``, ``ConflictError``...); an unreachable service
+    raises ``ServiceUnreachableError``, a ``StorageUnavailableError``.
 
     Examples
     --------

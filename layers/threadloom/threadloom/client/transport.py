@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 RETRY_STATUSES: Final = frozenset({429, 502, 503, 504})
 """Answers that mean "not now": throttled, or the service or its storage briefly unavailable."""
 
+IN_PROGRESS: Final = "idempotency_in_progress"
+
 SAFE_METHODS: Final = frozenset({"GET", "HEAD", "PUT", "PATCH", "DELETE"})
 """Methods whose repetition has the same effect as one call, so any failure may be retried."""
 
@@ -118,16 +120,20 @@ def path(*segments: str) -> str:
     return "/" + "/".join(quote(segment, safe="") for segment in segments)
 
 
-def error_for(response: httpx.Response) -> ThreadloomError:
-    """The typed exception for a 4xx/5xx answer, read from the ``{"error": {"code", "message"}}`` envelope."""
-    code, message = "", ""
+def envelope(response: httpx.Response) -> tuple[str, str]:
+    """The ``code`` and ``message`` of an ``{"error": {"code", "message"}}`` answer (empty when absent)."""
     try:
         body = response.json()
     except ValueError:
-        body = None
+        return "", ""
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
-        code = str(body["error"].get("code") or "")
-        message = str(body["error"].get("message") or "")
+        return str(body["error"].get("code") or ""), str(body["error"].get("message") or "")
+    return "", ""
+
+
+def error_for(response: httpx.Response) -> ThreadloomError:
+    """The typed exception for a 4xx/5xx answer, read from the error envelope."""
+    code, message = envelope(response)
     message = message or f"HTTP {response.status_code} from {response.request.method} {response.request.url.path}"
     kind = ERROR_CODES.get(code) or ERROR_STATUSES.get(response.status_code)
     if kind is None:
@@ -195,10 +201,10 @@ class Transport:
                     continue
                 raise ServiceUnreachableError(f"{method} {route} failed: {exc}") from exc
             status = response.status_code
-            if (
-                status in RETRY_STATUSES
-                and attempt < self.retry.max_retries
-                and (repeatable or status == 429)  # a throttled request was never run
+            if attempt < self.retry.max_retries and (
+                (status in RETRY_STATUSES and (repeatable or status == 429))  # a throttled request was never run
+                # an earlier attempt of this very request (same key) is still running: its outcome will be replayed
+                or (status == 409 and "idempotency-key" in headers and envelope(response)[0] == IN_PROGRESS)
             ):
                 self._sleep(self.retry.delay(attempt, response.headers.get("retry-after")))
                 attempt += 1
@@ -215,6 +221,7 @@ __all__ = [
     "RetryPolicy",
     "ServiceUnreachableError",
     "Transport",
+    "envelope",
     "error_for",
     "parse_retry_after",
     "path",
