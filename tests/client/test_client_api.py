@@ -104,6 +104,9 @@ def test_messages_history_branches_and_paging_over_1200_messages(client: Threadl
     assert [m["id"] for m in client.get_history(sid)] == ["u0", "t0", "t1", "t2", "t3", "b1"]
     assert session.get_path_length("t1199") == 1201 and client.get_message_count(sid) == 6
     assert sorted(m["id"] for m in client.get_branches(sid, "t3")) == ["b1", "t4"]
+    odd = session.append_message(msg("agent.x:y@z~1", "user", "Every id character"), "t3")
+    assert session.get_message(odd.id) == msg("agent.x:y@z~1", "user", "Every id character")
+    client.delete_messages(sid, [odd.id])
 
     # update, delete (children re-attach), clear
     session.update_message(msg("t2", "user", "Leg two, revised"))
@@ -164,6 +167,7 @@ def test_context_blocks_prompt_and_tools(client: ThreadloomClient) -> None:
     assert {tool["name"] for tool in session.tool_specs("anthropic")} == set(tools)
     assert {tool["toolSpec"]["name"] for tool in session.tool_specs("bedrock")["tools"]} == set(tools)
     assert client.health() == {"status": "ok", "storage": "reachable"}
+    assert "/sessions/open" in client.openapi()["paths"]
 
 
 def test_errors_come_back_as_the_library_exceptions(client: ThreadloomClient) -> None:

@@ -82,6 +82,10 @@ class ThreadloomClient:
     def health(self) -> dict[str, Any]:
         return self._http.request("GET", "/health")  # type: ignore[no-any-return]
 
+    def openapi(self) -> dict[str, Any]:
+        """The API's OpenAPI 3.1 document, as the server describes itself."""
+        return self._http.request("GET", "/openapi.json")  # type: ignore[no-any-return]
+
     # --------------------------------------------------------------- sessions
 
     def get_session(self, session_id: str) -> RemoteSession:

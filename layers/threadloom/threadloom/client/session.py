@@ -91,7 +91,15 @@ class RemoteSession:
         return self._http.request("GET", self._route("leaf"))["message"]  # type: ignore[no-any-return]
 
     def get_branches(self, message_id: str) -> list[Message]:
-        return self._http.request("GET", self._route("messages", message_id, "branches"))["messages"]  # type: ignore[no-any-return]
+        """The children of a message, oldest first (every page, when the API pages them)."""
+        children: list[Message] = []
+        params: dict[str, Any] = {}
+        while True:
+            page = self._http.request("GET", self._route("messages", message_id, "branches"), params=params)
+            children.extend(page["messages"])
+            if not page.get("nextCursor"):
+                return children
+            params = {"cursor": page["nextCursor"]}
 
     def iter_history(self, leaf_id: str | None = None, *, page_size: int | None = None) -> Iterator[Message]:
         """Root → leaf with compaction overlays applied, fetched a page at a time as it is consumed."""

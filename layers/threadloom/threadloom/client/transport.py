@@ -116,8 +116,8 @@ def parse_retry_after(value: str | None) -> float | None:
 
 
 def path(*segments: str) -> str:
-    """A route path with every segment percent-encoded (ids may contain ``/`` or spaces)."""
-    return "/" + "/".join(quote(segment, safe="") for segment in segments)
+    """A route path with each segment percent-encoded; ``:`` and ``@`` (valid in ids and in a path) stay as they are."""
+    return "/" + "/".join(quote(segment, safe=":@") for segment in segments)
 
 
 def envelope(response: httpx.Response) -> tuple[str, str]:
