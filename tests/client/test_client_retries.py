@@ -36,6 +36,13 @@ SESSION = {
 }
 
 
+class QuietServer(ThreadingHTTPServer):
+    """A dropped connection is the point of these servers, not an error worth a traceback."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass
+
+
 class Script:
     """What the scripted server answers, in order; every request it sees is recorded."""
 
@@ -72,7 +79,7 @@ def scripted_server(script: Script) -> Iterator[str]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Scripted)
+    server = QuietServer(("127.0.0.1", 0), Scripted)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
@@ -211,7 +218,7 @@ def api_behind_a_flaky_network(tmp_path: Path) -> Iterator[tuple[str, list[str]]
             def log_message(self, *args: Any) -> None:
                 pass
 
-        server = ThreadingHTTPServer(("127.0.0.1", 0), Flaky)
+        server = QuietServer(("127.0.0.1", 0), Flaky)
         thread = threading.Thread(target=server.serve_forever, daemon=True)
         thread.start()
         try:
@@ -242,3 +249,17 @@ def test_a_lost_answer_is_replayed_not_applied_twice(api_behind_a_flaky_network:
         to_drop.append(f"POST /sessions/{created.id}/fork")
         fork = client.fork(created.id, "m1", "Fork")
         assert sorted(info.id for info in client.list()) == sorted([created.id, fork.id]) and not to_drop
+
+
+def test_every_error_code_the_api_answers_maps_back_to_the_exception_it_came_from() -> None:
+    import httpx
+    from threadloom.client.transport import error_for
+    from threadloom_api_errors import IDEMPOTENCY_MESSAGES, MAPPING
+
+    library_types = [(kind, status, code) for kind, status, code in MAPPING if kind.__module__.startswith("threadloom")]
+    assert len(library_types) == len(MAPPING) - len(IDEMPOTENCY_MESSAGES)
+    for kind, status, code in library_types:
+        answer = httpx.Response(
+            int(status), json={"error": {"code": code, "message": "m"}}, request=httpx.Request("GET", "http://x/")
+        )
+        assert type(error_for(answer)) is kind, code

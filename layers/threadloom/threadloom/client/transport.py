@@ -16,14 +16,18 @@ from urllib.parse import quote
 
 import httpx
 
-from threadloom.api.exceptions import PayloadTooLargeError, UnauthenticatedError
+from threadloom.api.exceptions import PayloadTooLargeError, UnauthenticatedError, UnsupportedMediaTypeError
 from threadloom.errors import (
     BlockLimitError,
     CompactionError,
     ConflictError,
     NotFoundError,
+    QuotaExceededError,
     ReadOnlyBlockError,
+    SessionBusyError,
     SkillStoreError,
+    StorageError,
+    StorageTimeoutError,
     StorageUnavailableError,
     ThreadloomError,
     ValidationError,
@@ -44,6 +48,7 @@ ERROR_CODES: Final[dict[str, type[ThreadloomError]]] = {
     "bad_request": ValidationError,
     "invalid_request": ValidationError,
     "payload_too_large": PayloadTooLargeError,
+    "unsupported_media_type": UnsupportedMediaTypeError,
     "unauthorized": UnauthenticatedError,
     "not_found": NotFoundError,
     "route_not_found": NotFoundError,
@@ -52,8 +57,12 @@ ERROR_CODES: Final[dict[str, type[ThreadloomError]]] = {
     "idempotency_in_progress": ConflictError,
     "read_only_block": ReadOnlyBlockError,
     "block_limit_exceeded": BlockLimitError,
+    "quota_exceeded": QuotaExceededError,
     "compaction_failed": CompactionError,
+    "session_busy": SessionBusyError,
+    "storage_timeout": StorageTimeoutError,
     "storage_unavailable": StorageUnavailableError,
+    "storage_error": StorageError,
     "skill_store_unavailable": SkillStoreError,
 }
 """The API's error codes → the exceptions the library raises for the same failure."""
@@ -65,6 +74,7 @@ ERROR_STATUSES: Final[dict[int, type[ThreadloomError]]] = {
     404: NotFoundError,
     409: ConflictError,
     413: PayloadTooLargeError,
+    415: UnsupportedMediaTypeError,
     422: ValidationError,
     503: StorageUnavailableError,
 }
