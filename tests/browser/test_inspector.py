@@ -162,6 +162,7 @@ def test_call_set_context_from_the_tool_form(page: Page, server: Server) -> None
     sid = seed_voyage(server, "Tools")
     page.open(f"/sessions/{sid}")
     page.css("#tab-actions").click()
+    page.wait(lambda _: page.all("#tool-name option[value=set_context]"), message="the tools are listed")
     Select(page.css("#tool-name")).select_by_value("set_context")
     Select(page.css("#tool-set_context-label")).select_by_value("memory")
     page.css("#tool-set_context-content").send_keys("Prefers window seats")
