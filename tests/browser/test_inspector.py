@@ -162,6 +162,7 @@ def test_call_set_context_from_the_tool_form(page: Page, server: Server) -> None
     sid = seed_voyage(server, "Tools")
     page.open(f"/sessions/{sid}")
     page.css("#tab-actions").click()
+    page.wait(lambda _: page.all("#tool-name option[value=set_context]"), message="the tools are listed")
     Select(page.css("#tool-name")).select_by_value("set_context")
     Select(page.css("#tool-set_context-label")).select_by_value("memory")
     page.css("#tool-set_context-content").send_keys("Prefers window seats")
@@ -189,6 +190,8 @@ def test_the_token_meter_moves_while_a_script_appends(page: Page, server: Server
     page.open(f"/sessions/{sid}")
     page.wait(lambda _: page.css("#token-meter").get_attribute("data-tokens") is not None)
     before = int(page.css("#token-meter").get_attribute("data-tokens"))
+    history_calls = "return performance.getEntriesByType('resource').filter(e => e.name.includes('/history')).length"
+    loads_before = page.js(history_calls)
     stop = threading.Event()
 
     def writer() -> None:
@@ -205,6 +208,8 @@ def test_the_token_meter_moves_while_a_script_appends(page: Page, server: Server
         page.wait(lambda _: int(page.css("#token-meter").get_attribute("data-tokens") or 0) > before, timeout=30)
         page.text_appears(".history", "Live note", timeout=30)
         page.screenshot("live")
+        # Appends are followed child by child, without reloading the history from its first page
+        assert page.js(history_calls) == loads_before
     finally:
         stop.set()
         thread.join(timeout=20)

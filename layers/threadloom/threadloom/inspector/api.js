@@ -97,6 +97,7 @@ export const api = {
     return request("GET", `/sessions/${enc(id)}/history?${query}`, undefined, options);
   },
   leaf: (id) => request("GET", `/sessions/${enc(id)}/leaf`),
+  children: (id, messageId) => request("GET", `/sessions/${enc(id)}/messages/${enc(messageId)}/branches`),
   branchPoints: (id) => request("GET", `/sessions/${enc(id)}/branch-points`),
   append: (id, message, parentId) =>
     request("POST", `/sessions/${enc(id)}/messages`, parentId ? { message, parentId } : { message }),

@@ -28,6 +28,7 @@ export class Conversation {
     this.heading = h("h2", { id: "conversation-title" }, "Conversation");
     this.info = h("p", { class: "conv-info muted", "aria-live": "polite" }, "Loading messages…");
     this.latestButton = h("button", { type: "button", hidden: true, onClick: () => this.showLatest() }, "Show the latest leaf");
+    this.staleButton = h("button", { type: "button", hidden: true, class: "primary", onClick: () => this.showLatest() }, "New messages: reload");
     this.endButton = h("button", { type: "button", onClick: () => this.scrollToIndex(this.total - 1, { focus: true }) }, "Jump to the end");
     this.topButton = h("button", { type: "button", onClick: () => this.scrollToIndex(0, { focus: true }) }, "Jump to the start");
     this.error = h("div", { class: "error", role: "alert", hidden: true });
@@ -40,7 +41,7 @@ export class Conversation {
     });
     this.scroller.addEventListener("keydown", (event) => this.onKey(event));
     this.root.append(
-      h("div", { class: "conv-head" }, this.heading, h("div", { class: "row" }, this.topButton, this.endButton, this.latestButton)),
+      h("div", { class: "conv-head" }, this.heading, h("div", { class: "row" }, this.topButton, this.endButton, this.latestButton, this.staleButton)),
       this.info,
       h("p", { class: "muted small hint" }, "Keys: J / K move between messages, Home / End jump, ‹ › switch branches."),
       this.error,
@@ -102,6 +103,7 @@ export class Conversation {
     }
     this.compactions = new Map(compactions.compactions.map((c) => [c.id, c]));
     this.loading = null;
+    this.staleButton.hidden = true;
     this.buildChunks();
     this.describePath();
     this.scroller.setAttribute("aria-busy", "false");
@@ -111,9 +113,107 @@ export class Conversation {
     else if (scrollTo === "keep") this.scroller.scrollTop = previousTop;
   }
 
-  /** Live refresh: reload what is on screen, following the end when the reader was at the end. */
-  refresh() {
+  /**
+   * Live refresh. The common case, messages appended under the latest leaf, is followed cheaply:
+   * walk down from the old leaf to the new one child by child and add only those messages.
+   * Anything else (a new branch, a compaction, a delete) reloads from the first page, except in a
+   * long session whose path is not fully loaded, where the reader gets a button instead of a
+   * reload that would refetch every page on each change.
+   */
+  async refresh() {
+    if (this.refreshing) {
+      this.refreshAgain = true;
+      return;
+    }
+    this.refreshing = true;
+    try {
+      do {
+        this.refreshAgain = false;
+        await this.refreshOnce();
+      } while (this.refreshAgain);
+    } finally {
+      this.refreshing = false;
+    }
+  }
+
+  async refreshOnce() {
+    if (this.leafId || !this.chunks) return this.load({ scrollTo: "keep" });
+    const generation = this.generation;
+    let latest;
+    let points;
+    let compactions;
+    try {
+      [latest, points, compactions] = await Promise.all([
+        api.leaf(this.sessionId),
+        api.branchPoints(this.sessionId),
+        api.compactions(this.sessionId),
+      ]);
+    } catch (error) {
+      this.setError(error);
+      return undefined;
+    }
+    if (generation !== this.generation) return undefined;
+    const newLeaf = latest.message ? latest.message.id : null;
+    const sameOverlays = compactions.compactions.length === this.compactions.size;
+    if (newLeaf === this.latestLeafId && sameOverlays) return undefined;
+    const fullyLoaded = this.messages.length === this.total;
+    const added = fullyLoaded && sameOverlays && newLeaf ? await this.walkDown(this.pathLeafId, newLeaf, points) : null;
+    if (generation !== this.generation) return undefined;
+    if (added) return this.appendTail(added, newLeaf, points);
+    if (this.total > 1000 && !fullyLoaded) {
+      this.staleButton.hidden = false;
+      return undefined;
+    }
     return this.load({ scrollTo: "keep" });
+  }
+
+  /** The messages from `fromId` (exclusive) down to `toId`, or null when `toId` is not below it. */
+  async walkDown(fromId, toId, points) {
+    const leafOf = new Map();
+    for (const point of points.branchPoints) for (const child of point.children) leafOf.set(child.id, child.leafId);
+    const added = [];
+    let current = fromId;
+    for (let step = 0; step < 100 && current !== toId; step++) {
+      const { messages } = await api.children(this.sessionId, current);
+      const next = messages.length === 1 ? messages[0] : messages.find((m) => leafOf.get(m.id) === toId);
+      if (!next) return null;
+      added.push(next);
+      current = next.id;
+    }
+    return current === toId ? added : null;
+  }
+
+  appendTail(added, newLeaf, points) {
+    const atBottom = this.scroller.scrollTop + this.scroller.clientHeight >= this.scroller.scrollHeight - 40;
+    const oldLast = this.total - 1;
+    this.messages.push(...added);
+    this.total += added.length;
+    this.pathLeafId = newLeaf;
+    this.latestLeafId = newLeaf;
+    this.branches = new Map();
+    for (const point of points.branchPoints) {
+      point.children.forEach((child, index) => this.branches.set(child.id, { parentId: point.parentId, index, siblings: point.children }));
+    }
+    const first = Math.max(0, Math.floor(oldLast / CHUNK));
+    for (let i = first; i < Math.ceil(this.total / CHUNK); i++) {
+      const size = Math.min(CHUNK, this.total - i * CHUNK);
+      let chunk = this.chunks[i];
+      if (!chunk) {
+        const el = h("div", { class: "chunk", dataset: { chunk: String(i) } });
+        el.style.height = `${Math.round(size * this.averageHeight())}px`;
+        chunk = { el, rendered: false, height: null, size };
+        this.chunks.push(chunk);
+        this.scroller.append(el);
+        this.observer.observe(el);
+      }
+      chunk.size = size;
+      if (chunk.rendered) {
+        chunk.rendered = false;
+        this.renderChunk(i);
+      }
+    }
+    this.describePath();
+    if (atBottom) this.scrollToIndex(this.total - 1);
   }
 
   showLatest() {
@@ -241,7 +341,10 @@ export class Conversation {
     if (generation !== this.generation) return;
     const el = this.scroller.querySelector(`[data-index="${index}"]`);
     if (!el) return;
-    el.scrollIntoView({ block: index === this.total - 1 ? "end" : "center" });
+    // Scroll the feed only (scrollIntoView would scroll the whole page too).
+    const offset = el.getBoundingClientRect().top - this.scroller.getBoundingClientRect().top;
+    const slack = index === this.total - 1 ? this.scroller.clientHeight - el.offsetHeight - 8 : (this.scroller.clientHeight - el.offsetHeight) / 2;
+    this.scroller.scrollTop += offset - Math.max(0, slack);
     if (highlight) el.classList.add("highlight");
     if (focusSwitcher) {
       const switcher = el.querySelector(".branch-switch button:not([disabled])");
