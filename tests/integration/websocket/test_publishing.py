@@ -45,7 +45,7 @@ def live(tmp_path: Path) -> Iterator[tuple[Runtime, ConnectionsTable, RecordingM
         runtime = Runtime(
             Settings(sqlite_path=str(tmp_path / "api.db"), compaction_mode="inline"),
             profile=load_profile(profile),
-            publisher=ManagementApiPublisher(table, ENDPOINT, client=api),  # type: ignore[arg-type]
+            publisher=ManagementApiPublisher(table, ENDPOINT, client=api, budget_seconds=30),  # type: ignore[arg-type]
         )
         runtime.store.registry(TENANT).create("Pirate taxes", session_id=SESSION)
         runtime.manager(TENANT).append_all(SESSION, [dict(message) for message in SEED])

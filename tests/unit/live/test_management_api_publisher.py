@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
 ENDPOINT = "https://abc123.execute-api.eu-west-1.amazonaws.com/dev"
+UNHURRIED = 30.0
+"""A budget no loaded test machine exhausts, where the test is not about the budget."""
 EVENT = session_status("s1", SessionStatus("idle", 1234, 100_000))
 
 
@@ -55,7 +57,7 @@ def test_posts_to_each_subscriber_and_forgets_the_gone_one(connections: Connecti
             expected_params={"ConnectionId": "c-gone", "Data": data},
         )
         stubber.add_response("post_to_connection", {}, {"ConnectionId": "c-live", "Data": data})
-        publisher = ManagementApiPublisher(connections, ENDPOINT, client=client)
+        publisher = ManagementApiPublisher(connections, ENDPOINT, client=client, budget_seconds=UNHURRIED)
 
         # When an event of tenant-a's session s1 is published
         publisher.publish("tenant-a", "s1", EVENT)
@@ -71,7 +73,7 @@ def test_posts_to_each_subscriber_and_forgets_the_gone_one(connections: Connecti
 
 def test_the_posted_data_is_the_wire_event(connections: ConnectionsTable) -> None:
     api = RecordingManagementApi()
-    ManagementApiPublisher(connections, ENDPOINT, client=api).publish(
+    ManagementApiPublisher(connections, ENDPOINT, client=api, budget_seconds=UNHURRIED).publish(
         "tenant-a", "s2", session_changed("s2", "append", "m9")
     )
     assert sorted(target for target, _ in api.posts) == ["c-gone", "c-other-session"]
@@ -80,13 +82,15 @@ def test_the_posted_data_is_the_wire_event(connections: ConnectionsTable) -> Non
 
 def test_no_subscriber_means_no_post(connections: ConnectionsTable) -> None:
     api = RecordingManagementApi()
-    ManagementApiPublisher(connections, ENDPOINT, client=api).publish("tenant-a", "nobody-watches", EVENT)
+    ManagementApiPublisher(connections, ENDPOINT, client=api, budget_seconds=UNHURRIED).publish(
+        "tenant-a", "nobody-watches", EVENT
+    )
     assert api.posts == []
 
 
 def test_a_failing_post_does_not_stop_the_others_or_raise(connections: ConnectionsTable) -> None:
     api = RecordingManagementApi(timing_out={"c-gone"})
-    ManagementApiPublisher(connections, ENDPOINT, client=api).publish("tenant-a", "s1", EVENT)
+    ManagementApiPublisher(connections, ENDPOINT, client=api, budget_seconds=UNHURRIED).publish("tenant-a", "s1", EVENT)
     assert [target for target, _ in api.posts] == ["c-live"]
     assert connections.tenant_of("c-gone") == "tenant-a"  # a timeout is not a 410: the connection stays
 
