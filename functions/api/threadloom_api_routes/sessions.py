@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
-from threadloom.api import service
+from threadloom.api import data_lifecycle, service
 from threadloom.api.models import (
     Deleted,
     ForkIn,
@@ -17,6 +17,7 @@ from threadloom.api.models import (
     SessionRename,
     UsageIn,
 )
+from threadloom.api.runtime import get_runtime
 
 from threadloom_api_routes.common import (
     ANY,
@@ -29,6 +30,7 @@ from threadloom_api_routes.common import (
     new_router,
     responses,
     subject,
+    tenant,
 )
 
 router = new_router()
@@ -114,7 +116,7 @@ def rename_session(sessionId: str, body: Annotated[SessionRename, Body()]) -> Se
     responses=responses(200, Deleted, "Deleted", *SESSION),
 )
 def delete_session(sessionId: str) -> Deleted:
-    service.delete_session(manager(router), sessionId)
+    data_lifecycle.delete_session(get_runtime(), tenant(router), sessionId)
     return Deleted()
 
 

@@ -135,8 +135,12 @@ def test_a_large_export_goes_through_s3_and_imports_back(tmp_path: Path) -> None
         assert key.startswith(f"exports/{TENANT}/{SESSION}/")
         stored = boto3.client("s3", region_name="us-east-1").get_object(Bucket=BUCKET, Key=key)["Body"].read()
         assert len(stored) == link["bytes"] and stored.startswith(b'{"type":"header"')
+        # The operator keeps a copy under imports/ (deleting the session removes its exports/ files)
+        backup = f"imports/{TENANT}/backup.jsonl"
+        boto3.client("s3", region_name="us-east-1").put_object(Bucket=BUCKET, Key=backup, Body=stored)
         assert call("DELETE", f"/sessions/{SESSION}")[0] == 200
-        imported = call("POST", "/sessions/import-from-s3", {"key": key})
+        assert "Contents" not in boto3.client("s3", region_name="us-east-1").list_objects_v2(Bucket=BUCKET, Prefix=key)
+        imported = call("POST", "/sessions/import-from-s3", {"key": backup})
         assert imported[0] == 200 and json.loads(imported[2])["imported"] == [SESSION]
         outside = call("POST", "/sessions/import-from-s3", {"key": f"exports/other-tenant/{SESSION}/x.jsonl"})
         assert outside[0] == 400
@@ -198,3 +202,20 @@ def test_erasure_removes_the_subject_everywhere_and_is_audited(
     assert audit, "the erasure is audited"
     logged = json.dumps([record.__dict__ for record in audit], default=str)
     assert "kumquat" not in logged.lower() and zoe not in logged and '"operator": "user-123"' in logged
+
+
+def test_deleting_a_session_removes_its_prompt_cache_and_exports_from_any_instance(tmp_path: Path) -> None:
+    with mock_aws():
+        _aws_resources()
+        runtime = _deployed_runtime(tmp_path)
+        sid = json.loads(call("POST", "/sessions", {"name": "Short-lived"})[2])["id"]
+        call("POST", f"/sessions/{sid}/messages", {"message": text("d1", "user", "a quince question")})
+        assert call("GET", f"/sessions/{sid}/system-prompt")[0] == 200
+        assert call("GET", f"/sessions/{sid}/export")[0] == 303
+        runtime._managers.clear()  # another Lambda instance: the session was never loaded here
+        assert call("DELETE", f"/sessions/{sid}")[0] == 200
+        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+        assert dynamodb.get_item(TableName=PROMPTS, Key={"pk": {"S": f"{TENANT}#{sid}"}}).get("Item") is None
+        listed = boto3.client("s3", region_name="us-east-1").list_objects_v2(Bucket=BUCKET).get("Contents", [])
+        assert not [item for item in listed if sid in item["Key"]]
+        assert call("DELETE", f"/sessions/{sid}")[0] == 404

@@ -91,9 +91,27 @@ def import_from_bucket(runtime: Runtime, tenant: str, key: str) -> ImportOut:
     return import_file(runtime, tenant, io.BytesIO(data))
 
 
+def delete_session(runtime: Runtime, tenant: str, session_id: str) -> None:
+    """``DELETE /sessions/{id}``: the session's rows and what it left outside the database (prompt cache, exports…)."""
+    manager = runtime.manager(tenant)
+    if manager.get(session_id) is None:
+        raise NotFoundError(f"Session {session_id!r} not found")
+    for eraser in runtime.lifecycle_erasers():
+        eraser.erase_session(tenant, session_id)
+    if not manager.delete(session_id):
+        raise NotFoundError(f"Session {session_id!r} not found")
+
+
 def erase_subject(runtime: Runtime, tenant: str, subject_id: str, *, operator: str | None) -> ErasureReceiptOut:
     """Erase the subject in the tenant; the audit log line names no content (ids are digested)."""
-    receipt = erase(runtime.store.lifecycle(), tenant, subject_id, erasers=runtime.lifecycle_erasers())
+    manager = runtime.manager(tenant)
+    receipt = erase(
+        runtime.store.lifecycle(),
+        tenant,
+        subject_id,
+        erasers=runtime.lifecycle_erasers(),
+        on_session=manager.forget_session,
+    )
     logger.info(
         "subject erased",
         audit="subject_erasure",
@@ -118,4 +136,4 @@ def _s3() -> Any:
     return aws_client("s3")
 
 
-__all__ = ["export_session", "erase_subject", "import_file", "import_from_bucket", "require_scope"]
+__all__ = ["delete_session", "erase_subject", "export_session", "import_file", "import_from_bucket", "require_scope"]

@@ -313,6 +313,10 @@ class SessionManager:
                 delete_prompt()
         return deleted
 
+    def forget_session(self, session_id: str) -> None:
+        """Drop the cached Session of an id removed behind the manager's back (retention, erasure)."""
+        self._sessions.pop(session_id, None)
+
     def _touch(self, session_id: str) -> None:
         self._registry.touch(session_id)
 
