@@ -96,6 +96,7 @@ class SqlDialect:
     delete_head: ClassVar[str]
 
     # Data lifecycle (whole-session export/import, retention sweeps, subject erasure).
+    insert_message_indexed: ClassVar[str]
     export_head: ClassVar[str]
     export_messages: ClassVar[str]
     export_compactions: ClassVar[str]

@@ -377,6 +377,12 @@ class SqlSessionProvider:
         the search index are rebuilt exactly as appends would have built them.
         """
         tx.execute(self._sql.import_head, self._params(leaf=leaf_id, next_seq=next_seq))
+        overlays = [
+            StoredCompaction(c.id, c.summary, c.from_message_id, c.to_message_id, c.created_at) for c in compactions
+        ]
+        targets = {overlay.to_message_id for overlay in overlays}
+        parents: dict[str, str | None] = {}
+        messages: dict[str, Message] = {}
         estimates: dict[str, tuple[int, int]] = {}
         for row in sorted(rows, key=lambda item: item.seq):
             prepared = _PreparedMessage(row.message)
@@ -386,22 +392,32 @@ class SqlSessionProvider:
                 if parent is None:
                     raise ValidationError(f"Message {row.id!r} comes before its parent {row.parent_id!r}")
                 depth, path_tokens = parent[0] + 1, parent[1] + prepared.tokens
+            parents[row.id], messages[row.id] = row.parent_id, row.message
+            if row.id in targets:  # the end of an overlay: measure its history with overlays applied
+                path = [row.id]
+                while (up := parents[path[-1]]) is not None:
+                    path.append(up)
+                path_tokens = estimate_message_tokens(
+                    apply_compactions([messages[i] for i in reversed(path)], overlays)
+                )
             estimates[row.id] = (depth, path_tokens)
-            tx.execute(
-                self._sql.insert_message,
-                self._params(
-                    id=row.id,
-                    seq=row.seq,
-                    parent_id=row.parent_id,
-                    role=prepared.role,
-                    content=prepared.content,
-                    depth=depth,
-                    tokens=prepared.tokens,
-                    path_tokens=path_tokens,
-                    created_at=row.created_at,
-                ),
+            values = self._params(
+                id=row.id,
+                seq=row.seq,
+                parent_id=row.parent_id,
+                role=prepared.role,
+                content=prepared.content,
+                depth=depth,
+                tokens=prepared.tokens,
+                path_tokens=path_tokens,
+                created_at=row.created_at,
+                **self._sql.index_params(prepared.text),
             )
-            tx.execute(self._sql.index_message, self._params(id=row.id, **self._sql.index_params(prepared.text)))
+            if self._sql.insert_message_indexed:  # one statement where the index lives in the row
+                tx.execute(self._sql.insert_message_indexed, values)
+            else:
+                tx.execute(self._sql.insert_message, values)
+                tx.execute(self._sql.index_message, values)
         for compaction in compactions:
             tx.execute(
                 self._sql.insert_compaction,
@@ -415,9 +431,6 @@ class SqlSessionProvider:
                     created_at=compaction.created_at,
                 ),
             )
-        targets = sorted({c.to_message_id for c in compactions if c.to_message_id in estimates})
-        if targets:
-            self._recompute_subtrees(tx, targets)
 
     # ---------------------------------------------------------------- helpers
 

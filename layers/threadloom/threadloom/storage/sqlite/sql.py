@@ -219,6 +219,7 @@ class SqliteSql(SqlDialect):
     delete_head = "DELETE FROM threadloom_session_heads WHERE session_id = :sid"
 
     # Data lifecycle: whole-session export/import, retention and subject erasure (threadloom.lifecycle).
+    insert_message_indexed = ""  # the FTS5 row is a second statement (cheap in-process)
     export_head = "SELECT leaf_id, next_seq FROM threadloom_session_heads WHERE session_id = :sid"
     export_messages = (
         "SELECT id, parent_id, seq, content, created_at FROM threadloom_messages WHERE session_id = :sid ORDER BY seq"
