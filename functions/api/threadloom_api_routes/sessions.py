@@ -69,7 +69,9 @@ def create_session(body: Annotated[SessionCreate, Body()], idempotency_key: Idem
     ),
 )
 def open_session(body: Annotated[SessionOpen, Body()]) -> Response[Any]:
-    out, created = service.open_session(manager(router), body.key, name=body.name, model=body.model, source=body.source)
+    out, created = service.open_session(
+        manager(router), body.key, name=body.name, model=body.model, source=body.source, subject_id=subject(router)
+    )
     return json_response(201 if created else 200, out)
 
 

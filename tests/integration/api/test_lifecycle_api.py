@@ -61,6 +61,8 @@ def test_sessions_record_their_subject_and_hold(tmp_path: Path) -> None:
     seeded_runtime(tmp_path)
     status, _, body = call("POST", "/sessions", {"name": "Mine"})
     assert status == 201 and json.loads(body)["subjectId"] == TENANT and json.loads(body)["legalHold"] is False
+    opened = call("POST", "/sessions/open", {"key": "conversation-7"})
+    assert opened[0] == 201 and json.loads(opened[2])["subjectId"] == TENANT
     given = json.loads(call("POST", "/sessions", {"name": "For Zoe", "subjectId": "zoe"})[2])
     assert given["subjectId"] == "zoe"
     held = call("PATCH", f"/sessions/{given['id']}", {"legalHold": True})

@@ -116,11 +116,17 @@ def create_session(
 
 
 def open_session(
-    manager: SessionManager, key: str, *, name: str | None, model: str | None, source: str | None
+    manager: SessionManager,
+    key: str,
+    *,
+    name: str | None,
+    model: str | None,
+    source: str | None,
+    subject_id: str | None = None,
 ) -> tuple[SessionOut, bool]:
-    """The session for the caller's key and whether this call created it."""
+    """The session for the caller's key and whether this call created it (recorded under ``subject_id``)."""
     existed = manager.get(manager.session_id_for(key)) is not None
-    info = manager.open_session(key, name=name, model=model, source=source)
+    info = manager.open_session(key, name=name, model=model, source=source, subject_id=subject_id)
     return SessionOut.of(info), not existed
 
 

@@ -249,7 +249,13 @@ class SessionManager:
         return str(uuid.uuid5(KEYED_SESSION_NAMESPACE, f"{self.namespace}\n{key}"))
 
     def open_session(
-        self, key: str, *, name: str | None = None, model: str | None = None, source: str | None = None
+        self,
+        key: str,
+        *,
+        name: str | None = None,
+        model: str | None = None,
+        source: str | None = None,
+        subject_id: str | None = None,
     ) -> SessionInfo:
         """The session for the caller's own conversation key, created on first use.
 
@@ -265,7 +271,7 @@ class SessionManager:
             raise ValidationError("A session name must be a string")
         try:
             return self._registry.create(  # type: ignore[no-any-return]
-                key if name is None else name, model=model, source=source, session_id=session_id
+                key if name is None else name, model=model, source=source, session_id=session_id, subject_id=subject_id
             )
         except Exception:
             # Another process created it between the read and the insert: theirs is the session.
