@@ -55,7 +55,7 @@ def refused(event: dict[str, Any], error: ThreadloomError) -> dict[str, Any]:
     if CORS is not None:
         origin = next((value for key, value in (event.get("headers") or {}).items() if key.lower() == "origin"), None)
         headers.update(CORS.to_dict(origin))
-    body = json.dumps({"error": {"code": code, "message": str(error)}})
+    body = json.dumps({"error": {"code": code, "message": str(error)}}, separators=(",", ":"))
     return {"statusCode": status.value, "headers": headers, "body": body, "isBase64Encoded": False}
 
 

@@ -150,12 +150,12 @@ class Limits:
                 size += text_bytes(item, what) + 2
             elif isinstance(item, (dict, list)):
                 if depth >= max_depth:
-                    raise ValidationError(f"{_cap(what)} nests deeper than {self.max_nesting_depth} levels")
+                    raise ValidationError(f"The {what} nests deeper than {self.max_nesting_depth} levels")
                 size += 2
                 if isinstance(item, dict):
                     for key, child in item.items():
                         if not isinstance(key, str):
-                            raise ValidationError(f"{_cap(what)} has a non-string object key")
+                            raise ValidationError(f"The {what} has a non-string object key")
                         size += text_bytes(key, what) + 4
                         stack.append((child, depth + 1))
                 else:
@@ -165,14 +165,14 @@ class Limits:
                 size += 5
             elif isinstance(item, int):
                 if abs(item) > 2**63:
-                    raise ValidationError(f"{_cap(what)} holds an integer outside the 64-bit range")
+                    raise ValidationError(f"The {what} holds an integer outside the 64-bit range")
                 size += 20
             elif isinstance(item, float):
                 if not math.isfinite(item):
-                    raise ValidationError(f"{_cap(what)} holds a number that is not finite")
+                    raise ValidationError(f"The {what} holds a number that is not finite")
                 size += 24
             else:
-                raise ValidationError(f"{_cap(what)} holds a {type(item).__name__}, which is not JSON")
+                raise ValidationError(f"The {what} holds a {type(item).__name__}, which is not JSON")
         return size
 
     def check_id(self, value: Any, what: str = "id") -> str:
@@ -205,7 +205,7 @@ class Limits:
         text = check_text(value, what)
         size = text_bytes(text, what)
         if size > max_bytes:
-            raise PayloadTooLargeError(f"{_cap(what)} is {size} bytes; the limit is {max_bytes} bytes")
+            raise PayloadTooLargeError(f"The {what} is {size} bytes; the limit is {max_bytes} bytes")
         return text
 
     def check_block_content(self, value: Any, label: str) -> str:
@@ -317,10 +317,6 @@ def _encodable(value: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
-
-
-def _cap(what: str) -> str:
-    return what[:1].upper() + what[1:]
 
 
 __all__ = [
