@@ -33,9 +33,26 @@ for router in ROUTERS:
 
 
 def openapi_document() -> dict[str, Any]:
-    return app.get_openapi_schema(
+    document = app.get_openapi_schema(
         title=TITLE, version=VERSION, security_schemes=SECURITY_SCHEMES, security=SECURITY
     ).model_dump(mode="json", by_alias=True, exclude_none=True)
+    return with_error_envelope(document)
+
+
+def with_error_envelope(document: dict[str, Any]) -> dict[str, Any]:
+    """Powertools documents its own 422/500 bodies; ours are the error envelope, so say so."""
+    envelope = {"$ref": "#/components/schemas/ErrorOut"}
+    for methods in document.get("paths", {}).values():
+        for operation in methods.values():
+            for code, response in operation.get("responses", {}).items():
+                if code in ("422", "500"):
+                    response["content"] = {"application/json": {"schema": envelope}}
+    schemas = document.get("components", {}).get("schemas", {})
+    text = json.dumps(document.get("paths", {}))
+    for unused in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
+        if f"#/components/schemas/{unused}" not in text:
+            schemas.pop(unused, None)
+    return document
 
 
 def openapi_json() -> str:

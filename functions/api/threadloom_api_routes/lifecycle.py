@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from threadloom.api import data_lifecycle, service
-from threadloom.api.models import ErasureReceiptOut, ExportLink, ImportFromS3, ImportOut
+from threadloom.api.models import ErasureReceiptOut, ErrorOut, ExportLink, ImportFromS3, ImportOut
 from threadloom.api.runtime import get_runtime
 
 from threadloom_api_routes.common import (
@@ -61,7 +61,10 @@ def export_session(sessionId: str) -> Response[Any]:
     openapi_extensions={"x-request-media-type": JSONL},
     responses={
         **responses(200, ImportOut, "What was imported and what was already there", *ANY, 409, *BODY),
-        415: {"description": f"{ERROR_DESCRIPTIONS[415]} (here: {JSONL})"},
+        415: {
+            "description": f"{ERROR_DESCRIPTIONS[415]} (here: {JSONL})",
+            "content": {"application/json": {"model": ErrorOut}},
+        },
     },
 )
 def import_upload() -> ImportOut:
