@@ -1,13 +1,19 @@
 # One command per job; each creates the virtual environment on a fresh machine first.
-PYTHON ?= python3.11
+# Python 3.13 is Lambda's runtime, so the suite runs on it: python3.13 on PATH, else pyenv's, else python3.11.
+PYTHON ?= $(or $(shell for p in python3.13 "$$(pyenv root 2>/dev/null)"/versions/3.13*/bin/python3.13; do \
+	"$$p" -c 'import sys' >/dev/null 2>&1 && { echo "$$p"; break; }; done),python3.11)
 PORT ?= 3000
 TENANT ?= local
 DATA_DIR ?= .threadloom
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# SAM CLI lives in its own environment: its pins would fight the dev dependencies.
+SAM_VENV := .venv-sam
+SAM_VERSION := 1.170.0
+SAM := $(SAM_VENV)/bin/sam
 
-.PHONY: test lint typecheck unit serve bench clean clean-env reset-data
+.PHONY: test lint typecheck unit serve bench sam-build sam-validate clean clean-env reset-data
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "make: $(PYTHON) not found; Threadloom needs Python 3.11 or newer: run make PYTHON=python3.X ..."; exit 1; }
@@ -20,6 +26,20 @@ $(STAMP): pyproject.toml
 
 ## test: lint, type-check and run the whole suite (SQLite, PostgreSQL, moto, the docs); CI runs exactly this.
 test: $(STAMP) lint typecheck unit
+
+$(SAM): Makefile
+	test -x $(SAM_VENV)/bin/python || $(PYTHON) -m venv $(SAM_VENV)
+	$(SAM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(SAM_VENV)/bin/python -m pip install --quiet 'aws-sam-cli==$(SAM_VERSION)' 'cfn-lint-serverless==0.3.6'
+	touch $(SAM)
+
+## sam-validate / sam-build: what a deploy starts with (no AWS access needed; the build uses the local Python 3.13).
+sam-validate: $(SAM)
+	SAM_CLI_TELEMETRY=0 $(SAM) validate --lint --region eu-west-1
+
+sam-build: $(SAM)
+	PATH="$$(dirname "$$($(PYTHON) -c 'import sys; print(sys.executable)')"):$$PATH" SAM_CLI_TELEMETRY=0 \
+		$(SAM) build --region eu-west-1 --build-dir .aws-sam/build
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -40,9 +60,9 @@ serve: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/append_and_history.py
 
-## clean-env: remove the virtual environment and tool caches; the local data in $(DATA_DIR) is kept.
+## clean-env: remove the virtual environments, SAM's build folder and tool caches; the local data in $(DATA_DIR) is kept.
 clean-env:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(SAM_VENV) .aws-sam .mypy_cache .ruff_cache .pytest_cache
 
 ## reset-data: delete the local server's data in $(DATA_DIR) (sessions, messages, skills); stop the server first.
 reset-data:

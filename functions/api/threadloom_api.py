@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from aws_lambda_powertools.logging import correlation_paths
+from threadloom import correlation
 from threadloom.api.edge import check_event, cors_config
 from threadloom.api.idempotency import register_lambda_context
 from threadloom.api.observability import logger, metrics, tracer
@@ -81,6 +82,7 @@ def refused(event: dict[str, Any], error: ThreadloomError) -> dict[str, Any]:
 @tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     register_lambda_context(context)
+    correlation.bind(logger.get_correlation_id())  # the request id, for the compaction this request may queue
     try:
         check_event(event, get_runtime().limits)
     except ThreadloomError as error:

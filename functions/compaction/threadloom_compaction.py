@@ -10,15 +10,17 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
+from threadloom.api.observability import logger, metrics, route_library_logs, tracer
 from threadloom.compaction.queue import CompactionRequest
 from threadloom.compaction.worker import CompactionOutcome, CompactionWorker
-from threadloom_compaction_observability import logger, metrics, route_library_logs, tracer
+from threadloom.correlation import MESSAGE_ATTRIBUTE
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
-route_library_logs()
+__all__ = ["get_worker", "lambda_handler", "record_handler", "route_library_logs", "set_worker"]
+
 processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 _worker: CompactionWorker | None = None
 
@@ -41,8 +43,12 @@ def set_worker(worker: CompactionWorker | None) -> None:
 
 @tracer.capture_method(capture_response=False)
 def record_handler(record: SQSRecord) -> str:
-    logger.set_correlation_id(record.message_id)
-    logger.remove_keys(["namespace", "session_id"])  # the previous record's, never this one's
+    logger.remove_keys(["namespace", "session_id", "sqs_message_id"])  # the previous record's, never this one's
+    # The API request that queued this compaction, when it said (else the message itself).
+    attributes = record.message_attributes
+    api_request_id = attributes[MESSAGE_ATTRIBUTE].string_value if MESSAGE_ATTRIBUTE in attributes else None
+    logger.set_correlation_id(api_request_id or record.message_id)
+    logger.append_keys(sqs_message_id=record.message_id)
     try:
         request = CompactionRequest.from_json(record.body)
         logger.append_keys(namespace=request.namespace, session_id=request.session_id)

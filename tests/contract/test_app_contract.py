@@ -100,8 +100,15 @@ def test_layer_is_built_by_sam_with_only_its_own_dependencies(template: dict[str
     requirements = (ROOT / "layers/threadloom/requirements.txt").read_text(encoding="utf-8")
     packages = {re.split(r"[<>=\[ ]", line)[0].lower() for line in requirements.splitlines() if line and line[0] != "#"}
     assert packages == {"pg8000", "pyyaml"}
-    powertools = template["Globals"]["Function"]["Layers"][0]["Fn::Sub"]
-    assert "AWSLambdaPowertoolsPythonV3" in powertools
+
+
+def test_the_powertools_layer_is_the_release_the_tests_run(template: dict[str, Any]) -> None:
+    from importlib.metadata import version
+
+    layer = template["Globals"]["Function"]["Layers"][0]["Fn::Sub"]
+    assert layer == "{{resolve:ssm:/aws/service/powertools/python/arm64/python3.13/${PowertoolsVersion}}}"
+    assert template["Parameters"]["PowertoolsVersion"]["Default"] == version("aws-lambda-powertools")
+    assert template["Globals"]["Function"]["Runtime"] == "python3.13"
 
 
 def test_tables_and_bucket_are_locked_down(template: dict[str, Any]) -> None:

@@ -73,6 +73,15 @@ def event_from_messages(messages: list[MessageTypeDef], queue_arn: str) -> dict[
         )
         attributes = message.get("Attributes", {})
         record["attributes"].update({name: attributes[name] for name in _FIFO_ATTRIBUTES if name in attributes})
+        record["messageAttributes"] = {
+            name: {
+                "stringValue": value.get("StringValue"),
+                "stringListValues": [],
+                "binaryListValues": [],
+                "dataType": value["DataType"],
+            }
+            for name, value in message.get("MessageAttributes", {}).items()
+        }
         records.append(record)
     return {"Records": records}
 
@@ -100,7 +109,11 @@ def event_from_requests(*requests: CompactionRequest) -> dict[str, Any]:
 def receive(sqs: SQSClient, queue_url: str) -> list[MessageTypeDef]:
     """One batch as Lambda polls it: up to 10 messages, with their FIFO system attributes."""
     return sqs.receive_message(
-        QueueUrl=queue_url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["All"], VisibilityTimeout=60
+        QueueUrl=queue_url,
+        MaxNumberOfMessages=10,
+        MessageSystemAttributeNames=["All"],
+        MessageAttributeNames=["All"],
+        VisibilityTimeout=60,
     ).get("Messages", [])
 
 

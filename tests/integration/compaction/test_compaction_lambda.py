@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from threadloom import correlation
 from threadloom.compaction.markers import is_compaction_message
 from threadloom.compaction.queue import CompactionRequest
 from threadloom.compaction.sqs_queue import SqsCompactionQueue, deduplication_id
@@ -349,6 +350,35 @@ def test_logs_carry_the_correlation_id_and_outcome_but_never_message_text(
     assert library
     assert {(line["correlation_id"], line["session_id"]) for line in library} == {(delivery.message_ids[0], session_id)}
     assert SECRET not in compaction_lambda.log_stream.getvalue()
+
+
+def test_the_api_request_id_travels_through_the_queue_into_the_workers_logs(
+    make_store: Callable[[], Any], sqs: SQSClient, fifo_queue: str, compaction_lambda: CompactionLambda
+) -> None:
+    # Given an API request (id bound as the HTTP handler binds it) whose append queues a compaction
+    api = api_manager(make_store(), SqsCompactionQueue(fifo_queue, client=sqs))
+    worker = worker_manager(make_store())
+    compaction_lambda.use_managers(lambda namespace: worker)
+    session_id = api.create("traced").id
+    correlation.bind("api-request-7f3a")
+    try:
+        append_until_enqueued(api, session_id)
+    finally:
+        correlation.bind(None)
+
+    # When the Lambda handles the message
+    delivery = deliver(compaction_lambda, sqs, fifo_queue)
+
+    # Then the message carried the request id, and every log line of the record has it as correlation id,
+    # with the SQS message id beside it
+    assert delivery.event["Records"][0]["messageAttributes"][correlation.MESSAGE_ATTRIBUTE]["stringValue"] == (
+        "api-request-7f3a"
+    )
+    lines = [line for line in compaction_lambda.log_lines() if line.get("session_id") == session_id]
+    assert any(line["message"] == "Compaction request handled" for line in lines)
+    assert {(line["correlation_id"], line["sqs_message_id"]) for line in lines} == {
+        ("api-request-7f3a", delivery.message_ids[0])
+    }
 
 
 def test_the_sample_event_gets_the_expected_response_through_the_process_runtime(

@@ -6,7 +6,8 @@
   per session; it contains no ``:``, so it cannot collide with a readable one).
 * ``MessageDeduplicationId`` is the SHA-256 hex of ``(namespace, session_id, leaf_id)``: the same trigger repeated
   within SQS's five-minute deduplication window is delivered once.
-* The body is ``CompactionRequest.to_json()``.
+* The body is ``CompactionRequest.to_json()``; the id of the API request that queued it (if any) travels as the
+  message attribute ``threadloom-correlation-id`` so the worker's logs name the request.
 """
 
 from __future__ import annotations
@@ -20,10 +21,12 @@ from typing import TYPE_CHECKING
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from threadloom import correlation
 from threadloom.errors import StorageUnavailableError, ValidationError
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
+    from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef
 
     from threadloom.compaction.queue import CompactionRequest
 
@@ -91,12 +94,19 @@ class SqsCompactionQueue:
 
     def enqueue(self, request: CompactionRequest) -> None:
         """Send ``request``; any SQS or network failure raises ``StorageUnavailableError``."""
+        correlation_id = correlation.current()
+        attributes: dict[str, MessageAttributeValueTypeDef] = (
+            {correlation.MESSAGE_ATTRIBUTE: {"DataType": "String", "StringValue": correlation_id}}
+            if correlation_id
+            else {}
+        )
         try:
             response = self._sqs.send_message(
                 QueueUrl=self._queue_url,
                 MessageBody=request.to_json(),
                 MessageGroupId=message_group_id(request),
                 MessageDeduplicationId=deduplication_id(request),
+                MessageAttributes=attributes,
             )
         except ClientError as exc:
             code = str(exc.response.get("Error", {}).get("Code", ""))
