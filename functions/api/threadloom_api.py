@@ -82,7 +82,11 @@ def refused(event: dict[str, Any], error: ThreadloomError) -> dict[str, Any]:
 @tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     register_lambda_context(context)
-    correlation.bind(logger.get_correlation_id())  # the request id, for the compaction this request may queue
+    with correlation.bound(logger.get_correlation_id()):  # the request id, for the compaction this request may queue
+        return _resolve(event, context)
+
+
+def _resolve(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     try:
         check_event(event, get_runtime().limits)
     except ThreadloomError as error:

@@ -7,8 +7,12 @@ concurrent requests (threads of the local server) apart.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 #: The SQS message attribute that carries the id to the compaction function.
 MESSAGE_ATTRIBUTE: Final = "threadloom-correlation-id"
@@ -16,9 +20,14 @@ MESSAGE_ATTRIBUTE: Final = "threadloom-correlation-id"
 _current: ContextVar[str | None] = ContextVar("threadloom_correlation_id", default=None)
 
 
-def bind(correlation_id: str | None) -> None:
-    """Make ``correlation_id`` the current request's id (None: no request)."""
-    _current.set(correlation_id or None)
+@contextmanager
+def bound(correlation_id: str | None) -> Iterator[None]:
+    """Make ``correlation_id`` the current request's id for the ``with`` block (None: no request)."""
+    token = _current.set(correlation_id or None)
+    try:
+        yield
+    finally:
+        _current.reset(token)
 
 
 def current() -> str | None:
@@ -26,4 +35,4 @@ def current() -> str | None:
     return _current.get()
 
 
-__all__ = ["MESSAGE_ATTRIBUTE", "bind", "current"]
+__all__ = ["MESSAGE_ATTRIBUTE", "bound", "current"]

@@ -360,11 +360,8 @@ def test_the_api_request_id_travels_through_the_queue_into_the_workers_logs(
     worker = worker_manager(make_store())
     compaction_lambda.use_managers(lambda namespace: worker)
     session_id = api.create("traced").id
-    correlation.bind("api-request-7f3a")
-    try:
+    with correlation.bound("api-request-7f3a"):
         append_until_enqueued(api, session_id)
-    finally:
-        correlation.bind(None)
 
     # When the Lambda handles the message
     delivery = deliver(compaction_lambda, sqs, fifo_queue)
