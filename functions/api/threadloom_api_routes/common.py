@@ -12,7 +12,7 @@ from threadloom.api.idempotency import run_idempotent
 from threadloom.api.models import ErrorOut
 from threadloom.api.observability import logger
 from threadloom.api.runtime import get_runtime
-from threadloom.api.tenancy import tenant_from_claims
+from threadloom.api.tenancy import resolve_tenant
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -76,10 +76,11 @@ def new_router() -> APIGatewayHttpRouter:
 
 
 def tenant(router: APIGatewayHttpRouter) -> str:
-    """The tenant from the JWT claim the HTTP API authorizer verified (401 when absent)."""
-    claims = router.current_event.request_context.authorizer.jwt_claim
+    """The tenant from the JWT claim the HTTP API authorizer verified (401 when absent; sam local: docs/deploy.md)."""
     runtime = get_runtime()
-    value = tenant_from_claims(claims, runtime.settings.tenant_claim, runtime.limits)
+    settings = runtime.settings
+    request_context = router.current_event.raw_event.get("requestContext") or {}
+    value = resolve_tenant(request_context, settings.tenant_claim, runtime.limits, local_tenant=settings.local_tenant)
     logger.append_keys(tenant=value)
     return value
 

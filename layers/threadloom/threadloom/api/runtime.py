@@ -60,6 +60,11 @@ class Settings:
     export_inline_bytes: int = 5 * 1024 * 1024
     admin_scope: str = "threadloom/admin"
     subject_claim: str = "sub"
+    #: False in the deployed profile: the migrations custom resource migrates at deploy time, requests never do.
+    db_migrate: bool = True
+    #: The tenant of requests that reach the handler without any authorizer context; only ever set under
+    #: ``sam local`` (AWS_SAM_LOCAL=true), which cannot run the HTTP API's JWT authorizer.
+    local_tenant: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -79,6 +84,15 @@ class Settings:
             raise ValidationError(f"THREADLOOM_COMPACTION_MODE must be sqs, in-process or inline, not {mode!r}")
         if mode == "sqs" and not queue_url:
             raise ValidationError("THREADLOOM_COMPACTION_MODE=sqs needs THREADLOOM_COMPACTION_QUEUE_URL")
+        sam_local = env.get("AWS_SAM_LOCAL") == "true"
+        if backend == "sqlite" and env.get("AWS_LAMBDA_FUNCTION_NAME") and not sam_local:
+            raise ValidationError(
+                "THREADLOOM_BACKEND=sqlite on Lambda would give every instance its own copy of the data in /tmp; "
+                "deployed functions run PostgreSQL (THREADLOOM_BACKEND=postgres, see docs/deploy.md)"
+            )
+        migrate_text = (get("THREADLOOM_DB_MIGRATE") or "true").lower()
+        if migrate_text not in ("true", "false"):
+            raise ValidationError(f"THREADLOOM_DB_MIGRATE must be true or false, not {migrate_text!r}")
         return cls(
             backend=backend,  # type: ignore[arg-type]
             sqlite_path=get("THREADLOOM_SQLITE_PATH") or DEFAULT_SQLITE_PATH,
@@ -97,6 +111,8 @@ class Settings:
             export_inline_bytes=_positive_int(get("THREADLOOM_EXPORT_INLINE_BYTES"), 5 * 1024 * 1024),
             admin_scope=get("THREADLOOM_ADMIN_SCOPE") or "threadloom/admin",
             subject_claim=get("THREADLOOM_SUBJECT_CLAIM") or "sub",
+            db_migrate=migrate_text == "true",
+            local_tenant=get("THREADLOOM_LOCAL_TENANT") if sam_local else None,
         )
 
 
@@ -188,7 +204,7 @@ class Runtime:
     def _build_store(self) -> Any:
         if self.settings.backend == "postgres":
             module = importlib.import_module("threadloom.storage.postgres.store")
-            return module.PostgresStore.from_environment()
+            return module.PostgresStore.from_environment(auto_migrate=self.settings.db_migrate)
         from threadloom.storage.sqlite.store import SqliteStore
 
         Path(self.settings.sqlite_path).parent.mkdir(parents=True, exist_ok=True)

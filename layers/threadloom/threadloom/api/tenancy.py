@@ -1,4 +1,9 @@
-"""Which tenant a request belongs to: one verified JWT claim, put there by the HTTP API's JWT authorizer."""
+"""Which tenant a request belongs to: one verified JWT claim, put there by the HTTP API's JWT authorizer.
+
+``sam local start-api`` cannot run a JWT authorizer, so under it a request carries no authorizer context at all;
+only there (``Settings.local_tenant``, read only when ``AWS_SAM_LOCAL=true``) such a request gets the configured
+local tenant. A deployed HTTP API always runs the authorizer on tenant routes, so the override can never apply.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,8 @@ from threadloom.core.limits import DEFAULT_LIMITS
 from threadloom.errors import ValidationError
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from threadloom.core.limits import Limits
 
 
@@ -27,4 +34,19 @@ def tenant_from_claims(claims: dict[str, Any] | None, claim: str, limits: Limits
         raise UnauthenticatedError(f"Unusable tenant claim {claim!r}: {exc}") from None
 
 
-__all__ = ["tenant_from_claims"]
+def resolve_tenant(
+    request_context: Mapping[str, Any],
+    claim: str,
+    limits: Limits = DEFAULT_LIMITS,
+    *,
+    local_tenant: str | None = None,
+) -> str:
+    """The tenant of an API Gateway v2 request: its JWT claim, or ``local_tenant`` when no authorizer ran."""
+    authorizer = request_context.get("authorizer")
+    if not authorizer and local_tenant:
+        return limits.check_tenant(local_tenant)
+    claims = ((authorizer or {}).get("jwt") or {}).get("claims")
+    return tenant_from_claims(claims, claim, limits)
+
+
+__all__ = ["resolve_tenant", "tenant_from_claims"]
