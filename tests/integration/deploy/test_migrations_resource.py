@@ -103,8 +103,11 @@ def database(app_role: str) -> Iterator[str]:
 def secrets(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
     monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    from aws_lambda_powertools.utilities.parameters import base
+
     with mock_aws():
         yield boto3.client("secretsmanager", region_name="eu-west-1")
+    base.DEFAULT_PROVIDERS.clear()  # Powertools keeps the provider (and its eu-west-1 client) process-wide
 
 
 @pytest.fixture
