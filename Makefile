@@ -13,7 +13,7 @@ SAM_VENV := .venv-sam
 SAM_VERSION := 1.170.0
 SAM := $(SAM_VENV)/bin/sam
 
-.PHONY: test lint typecheck unit serve bench sam-build sam-validate clean clean-env reset-data
+.PHONY: test lint typecheck unit serve bench bench-cold-start sam-build sam-validate clean clean-env reset-data
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "make: $(PYTHON) not found; Threadloom needs Python 3.11 or newer: run make PYTHON=python3.X ..."; exit 1; }
@@ -59,6 +59,10 @@ serve: $(STAMP)
 ## bench: print the speed figures quoted in the issues.
 bench: $(STAMP)
 	$(BIN)/python bench/append_and_history.py
+
+## bench-cold-start: median import time of each Lambda handler in fresh interpreters, beside bare boto3/Powertools.
+bench-cold-start: $(STAMP)
+	$(BIN)/python bench/cold_start.py
 
 ## clean-env: remove the virtual environments, SAM's build folder and tool caches; the local data in $(DATA_DIR) is kept.
 clean-env:

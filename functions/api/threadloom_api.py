@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from aws_lambda_powertools.logging import correlation_paths
 from threadloom import correlation
+from threadloom.api import snapstart
 from threadloom.api.edge import check_event, cors_config
 from threadloom.api.idempotency import register_lambda_context
 from threadloom.api.observability import logger, metrics, tracer
@@ -29,6 +30,7 @@ app = APIGatewayHttpResolver(
     cors=CORS, enable_validation=True, response_validation_error_http_code=HTTPStatus.INTERNAL_SERVER_ERROR
 )
 register_error_handlers(app)
+snapstart.register()  # SnapStart: warm up and drop connections before the snapshot, reconnect after restore
 for router in ROUTERS:
     app.include_router(router)
 

@@ -391,3 +391,14 @@ def environment_database(settings: PostgresSettings | None = None) -> PostgresDa
             )
             _shared[resolved] = database
         return database
+
+
+def close_environment_databases() -> None:
+    """Close every process-wide connection; each reopens on its next statement.
+
+    A SnapStart snapshot must not hold a socket: every restored copy would share it.
+    """
+    with _shared_lock:
+        databases = list(_shared.values())
+    for database in databases:
+        database.close()
