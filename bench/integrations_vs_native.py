@@ -3,7 +3,9 @@
 For every framework: APPEND = one turn's records written (median of TURNS turns, into a growing
 conversation); READ = the whole conversation read back as the framework reads it at the start of
 a turn (median of READS reads, after TURNS turns). Threadloom runs on the embedded default
-(SQLiteStore file, a SessionManager with no blocks), in process, against:
+(SQLiteStore file, a SessionManager with no blocks), in process, twice: with its default
+``synchronous="normal"`` (WAL, no disk sync per commit) and with ``synchronous="full"``, like the
+native stores, which sync every commit. Against:
 
 - OpenAI Agents SDK: ``SQLiteSession`` (a file), 3 items per turn (user, function call, output);
 - Strands: ``FileSessionManager``'s repository (Strands has no SQLite store; files are its default);
@@ -43,8 +45,12 @@ def timed(action: Callable[[], Any]) -> float:
     return time.perf_counter() - start
 
 
+SYNCHRONOUS = "normal"
+
+
 def manager(folder: Path) -> SessionManager:
-    return SessionManager.create(SqliteStore(str(folder / "threadloom.db")), namespace="bench")
+    store = SqliteStore(str(folder / f"threadloom-{SYNCHRONOUS}.db"), synchronous=SYNCHRONOUS)
+    return SessionManager.create(store, namespace="bench")
 
 
 def openai_agents(folder: Path) -> tuple[list[float], list[float], list[float], list[float]]:
@@ -112,19 +118,24 @@ def langchain(folder: Path) -> tuple[list[float], list[float], list[float], list
 
 
 def main() -> None:
+    global SYNCHRONOUS
     print(f"{TURNS} turns appended, then the conversation read {READS} times; medians, Threadloom / native")
     print(
-        f"{'framework':<16}{'native append':>15}{'ours append':>13}{'ratio':>8}"
+        f"{'framework':<16}{'synchronous':<13}{'native append':>15}{'ours append':>13}{'ratio':>8}"
         f"{'native read':>13}{'ours read':>11}{'ratio':>8}"
     )
     for name, run in (("openai-agents", openai_agents), ("strands", strands), ("langchain", langchain)):
-        with tempfile.TemporaryDirectory() as tmp:
-            figures = run(Path(tmp))
-        if figures is None:
-            print(f"{name:<16}skipped: pip install langchain-community greenlet for its SQLChatMessageHistory")
-            continue
-        na, nr, oa, orr = (median_ms(samples) for samples in figures)
-        print(f"{name:<16}{na:>12.3f} ms{oa:>10.3f} ms{oa / na:>7.2f}x{nr:>10.3f} ms{orr:>8.3f} ms{orr / nr:>7.2f}x")
+        for SYNCHRONOUS in ("normal", "full"):
+            with tempfile.TemporaryDirectory() as tmp:
+                figures = run(Path(tmp))
+            if figures is None:
+                print(f"{name:<16}skipped: pip install langchain-community greenlet for its SQLChatMessageHistory")
+                break
+            na, nr, oa, orr = (median_ms(samples) for samples in figures)
+            print(
+                f"{name:<16}{SYNCHRONOUS:<13}{na:>12.3f} ms{oa:>10.3f} ms{oa / na:>7.2f}x"
+                f"{nr:>10.3f} ms{orr:>8.3f} ms{orr / nr:>7.2f}x"
+            )
     sys.stdout.flush()
 
 
