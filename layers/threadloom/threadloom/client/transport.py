@@ -16,7 +16,12 @@ from urllib.parse import quote
 
 import httpx
 
-from threadloom.api.exceptions import PayloadTooLargeError, UnauthenticatedError, UnsupportedMediaTypeError
+from threadloom.api.exceptions import (
+    ForbiddenError,
+    PayloadTooLargeError,
+    UnauthenticatedError,
+    UnsupportedMediaTypeError,
+)
 from threadloom.errors import (
     BlockLimitError,
     CompactionError,
@@ -50,6 +55,7 @@ ERROR_CODES: Final[dict[str, type[ThreadloomError]]] = {
     "payload_too_large": PayloadTooLargeError,
     "unsupported_media_type": UnsupportedMediaTypeError,
     "unauthorized": UnauthenticatedError,
+    "forbidden": ForbiddenError,
     "not_found": NotFoundError,
     "route_not_found": NotFoundError,
     "conflict": ConflictError,
@@ -70,7 +76,7 @@ ERROR_CODES: Final[dict[str, type[ThreadloomError]]] = {
 ERROR_STATUSES: Final[dict[int, type[ThreadloomError]]] = {
     400: ValidationError,
     401: UnauthenticatedError,
-    403: UnauthenticatedError,
+    403: ForbiddenError,
     404: NotFoundError,
     409: ConflictError,
     413: PayloadTooLargeError,
