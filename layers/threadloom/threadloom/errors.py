@@ -27,6 +27,10 @@ class ConflictError(ThreadloomError):
     """A precondition failed: the leaf moved, or an idempotency key was reused with another body."""
 
 
+class CompactionAlreadyStoredError(ConflictError):
+    """A fenced compaction found its request key already stored: another worker committed it first."""
+
+
 class ReadOnlyBlockError(ThreadloomError):
     """A write targeted a block whose provider cannot be written."""
 
@@ -75,6 +79,7 @@ class SkillStoreError(ThreadloomError):
 
 __all__ = [
     "BlockLimitError",
+    "CompactionAlreadyStoredError",
     "CompactionError",
     "ConflictError",
     "NotFoundError",

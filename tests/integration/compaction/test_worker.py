@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -205,3 +206,30 @@ def test_the_worker_serves_the_in_process_queue(make_store: Callable[[], Any]) -
     assert manager.get_compactions(session_id)
     session = manager.get_session(session_id)
     assert all(session.get_message(f"{session_id}-m{index:03d}") is not None for index in range(12))
+
+
+def test_two_deliveries_racing_on_one_request_count_one_compaction(make_store: Callable[[], Any]) -> None:
+    # Given two workers (two Lambda environments) whose summarizers both run before either commits
+    barrier = threading.Barrier(2, timeout=20)
+
+    def racing_summarizer(prompt: str) -> str:
+        barrier.wait()
+        return ExtractiveSummarizer()(prompt)
+
+    managers = [worker_manager(make_store(), summarize=racing_summarizer) for _ in range(2)]
+    session_id, ids = long_session(managers[0])
+    request = CompactionRequest.create("tenant-a", session_id, ids[-1])
+    outcomes: list[CompactionOutcome] = []
+
+    def handle(manager: SessionManager) -> None:
+        outcomes.append(CompactionWorker(lambda namespace: manager).handle(request))
+
+    threads = [threading.Thread(target=handle, args=(manager,)) for manager in managers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    # Then only the delivery whose overlay committed reports (and is counted as) a compaction
+    assert sorted(outcomes) == sorted([CompactionOutcome.COMPACTED, CompactionOutcome.DUPLICATE])
+    assert len(managers[0].get_compactions(session_id)) == 1

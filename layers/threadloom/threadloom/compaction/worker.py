@@ -24,7 +24,7 @@ import logging
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from threadloom.errors import ConflictError
+from threadloom.errors import CompactionAlreadyStoredError, ConflictError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -40,7 +40,7 @@ class CompactionOutcome(StrEnum):
     """What handling one request did; every outcome but a raised error means "acknowledge the message"."""
 
     COMPACTED = "compacted"
-    """A new overlay was stored."""
+    """A new overlay was stored by this call (the only outcome counted as a completed compaction)."""
     NOTHING_TO_DO = "nothing_to_do"
     """The compaction function found nothing worth summarizing (history short enough, or empty)."""
     DUPLICATE = "duplicate"
@@ -105,6 +105,10 @@ class CompactionWorker:
         leaf_id = _target_leaf(session, request.leaf_id)
         try:
             result = session.compact(leaf_id=leaf_id, request_key=key)
+        except CompactionAlreadyStoredError:
+            # Two deliveries of one request raced past the check above; the other one committed.
+            logger.info("Compaction request for session %r was committed by another worker", request.session_id)
+            return CompactionOutcome.DUPLICATE
         except ConflictError as error:
             logger.info(
                 "Compaction of session %r skipped, the session changed meanwhile: %s", request.session_id, error

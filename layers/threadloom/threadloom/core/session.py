@@ -441,7 +441,8 @@ class Session:
         """Run the compaction function now and store its overlay.
 
         The overlay commits only if the branch it was computed from is unchanged
-        (fenced, contract §4); a ``request_key`` already used makes this a no-op.
+        (fenced, contract §4); if another caller already committed the same ``request_key``
+        it raises :class:`CompactionAlreadyStoredError` (a :class:`ConflictError`).
         Failures of the function raise :class:`CompactionError` (D8).
         """
         self._ensure_ready()

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from threadloom.compaction.overlays import apply_compactions
 from threadloom.core.messages import parse_stored_message, serialize_message, validate_message
-from threadloom.errors import ConflictError, NotFoundError, ValidationError
+from threadloom.errors import CompactionAlreadyStoredError, ConflictError, NotFoundError, ValidationError
 from threadloom.records import OMITTED, AppendResult, Message, Omitted, SearchResult, StoredCompaction
 from threadloom.search import searchable_text
 from threadloom.storage.database import to_timestamp_text, utc_now
@@ -326,7 +326,9 @@ class SqlSessionProvider:
         """Store an overlay. With a ``fence`` it commits only if the snapshot it was computed from still holds.
 
         A ``request_key`` already used in this session returns the overlay stored then
-        (a redelivered compaction request changes nothing).
+        (a redelivered compaction request changes nothing). With a ``fence`` as well (two
+        workers racing on one request) it raises :class:`CompactionAlreadyStoredError`
+        instead, so only the worker whose overlay committed reports a compaction.
         """
         if not isinstance(summary, str) or not isinstance(from_message_id, str) or not isinstance(to_message_id, str):
             raise ValidationError("A compaction needs a string summary, from_message_id and to_message_id")
@@ -335,6 +337,10 @@ class SqlSessionProvider:
             if request_key is not None:
                 rows = tx.query(self._sql.find_compaction_by_request, self._params(request_key=request_key))
                 if rows:
+                    if fence is not None:
+                        raise CompactionAlreadyStoredError(
+                            f"Compaction request {request_key!r} was already stored by another worker"
+                        )
                     return _stored_compaction(rows[0])
             if fence is not None:
                 self._check_fence(tx, fence, from_message_id, to_message_id)

@@ -213,17 +213,41 @@ class ExtractiveSummarizer:
         sections = self._sections(parsed.turns, previous)
         limit = self.sentence_chars
         text = self._render(sections)
-        while estimate_string_tokens(text) > target:
-            if len(sections.key_points) > 1:
-                sections.key_points.pop(0)
-                sections.omitted += 1
-            elif limit > 40:
-                limit //= 2
-                sections = self._shrink(sections, limit)
-            else:
-                break
+        if estimate_string_tokens(text) <= target:
+            return text
+        sections, text = self._drop_oldest_points(sections, target)
+        while estimate_string_tokens(text) > target and limit > 40:
+            limit //= 2
+            sections = self._shrink(sections, limit)
             text = self._render(sections)
         return text
+
+    def _drop_oldest_points(self, sections: _Sections, target: int) -> tuple[_Sections, str]:
+        """Drop the fewest oldest key points (keeping at least one) that bring the text near ``target``.
+
+        A binary search over how many to drop: O(n log n) for n points, where dropping
+        one at a time and re-rendering was O(n^2) and made long sessions uncompactable.
+        """
+        points = sections.key_points
+
+        def without(dropped: int) -> tuple[_Sections, str]:
+            trimmed = _Sections(
+                topic=sections.topic,
+                key_points=points[dropped:],
+                current_state=sections.current_state,
+                open_items=sections.open_items,
+                omitted=sections.omitted + dropped,
+            )
+            return trimmed, self._render(trimmed)
+
+        low, high = 0, max(len(points) - 1, 0)  # the answer lies in [low, high]
+        while low < high:
+            middle = (low + high) // 2
+            if estimate_string_tokens(without(middle)[1]) <= target:
+                high = middle
+            else:
+                low = middle + 1
+        return without(low)
 
     def _sections(self, turns: tuple[ParsedTurn, ...], previous: _Sections) -> _Sections:
         limit = self.sentence_chars
