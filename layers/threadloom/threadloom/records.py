@@ -26,11 +26,17 @@ OMITTED: Final = Omitted.OMITTED
 
 @dataclass(frozen=True, slots=True)
 class AppendResult:
-    """What an append did: ``inserted`` is False when the id already existed (first write wins)."""
+    """What an append did: ``inserted`` is False when the id already existed (first write wins).
+
+    ``path_tokens`` is the running token estimate of the history ending at this message
+    (overlays applied) when the backend computed it with the write, else None; it lets the
+    auto-compaction check and status events skip a read.
+    """
 
     id: str
     parent_id: str | None
     inserted: bool
+    path_tokens: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -85,6 +85,8 @@ class ContextBlocks:
         self._blocks: dict[str, ContextBlock] = {}
         self._loaded = False
         self._snapshot: str | None = None
+        #: The stored frozen prompt as last read or written here (the estimate reuses it).
+        self._frozen: str | None = None
         # A dict rather than a set: iteration follows insertion order, as a JS Set does,
         # so the unload_context description lists skills in the order they were loaded.
         self._loaded_skills: dict[str, None] = {}
@@ -364,6 +366,7 @@ class ContextBlocks:
         if store is not None:
             stored = store.get()
             if stored is not None:
+                self._frozen = stored
                 return stored
         self.ensure_loaded()
         prompt = self.to_system_prompt()
@@ -387,12 +390,19 @@ class ContextBlocks:
         return prompt
 
     def system_prompt_for_estimate(self) -> str:
-        """The prompt as a token estimate should see it; never caches or persists anything."""
+        """The prompt as a token estimate should see it; never persists anything.
+
+        The frozen prompt this object read or wrote is remembered, so the estimate after
+        every append does not re-read the prompt store (a round trip on PostgreSQL).
+        """
         if self._snapshot is not None:
             return self._snapshot
+        if self._frozen is not None:
+            return self._frozen
         if self.prompt_store is not None:
             stored = self.prompt_store.get()
             if stored is not None:
+                self._frozen = stored
                 return stored
         self.ensure_loaded()
         return render_prompt(self._blocks.values())

@@ -79,6 +79,7 @@ class Session:
         self._blocks: ContextBlocks | None = None
         self._skill_state: Any = None
         self._warned_noop = False
+        self._prompt_tokens_memo: tuple[str, int] | None = None
         self._compacting = 0
         self.limits: Limits = DEFAULT_LIMITS
 
@@ -245,7 +246,8 @@ class Session:
         self._check_reference(expected_leaf_id, "expected leaf id")
         self._ensure_ready()
         result: AppendResult = self._storage.append_message(message, parent_id, expected_leaf_id=expected_leaf_id)
-        estimate = self._emit_status("idle")
+        # A new message is the latest leaf (D2), so its running estimate is the history's.
+        estimate = self._emit_status("idle", leaf_tokens=result.path_tokens if result.inserted else None)
         if result.inserted:
             self._maybe_auto_compact(estimate, result.id)
             self._events.emit_change("append", result.id)
@@ -287,7 +289,8 @@ class Session:
                 )
                 results.append(result)
                 parent = result.id
-        estimate = self._emit_status("idle")
+        latest = next((result for result in reversed(results) if result.inserted), None)
+        estimate = self._emit_status("idle", leaf_tokens=latest.path_tokens if latest is not None else None)
         if any(result.inserted for result in results):
             self._maybe_auto_compact(estimate, results[-1].id)
             self._events.emit_change("append", results[-1].id)
@@ -488,6 +491,10 @@ class Session:
 
     def estimate_tokens(self) -> int:
         """The auto-compaction estimate: history (overlays applied) plus the frozen prompt."""
+        return self._estimate(None)
+
+    def _estimate(self, leaf_tokens: int | None) -> int:
+        """``estimate_tokens``, skipping the read of the leaf's running estimate when the append returned it."""
         self._ensure_ready()
         blocks = self.blocks
         system_prompt = blocks.system_prompt_for_estimate()
@@ -499,20 +506,34 @@ class Session:
                 )
             )
             return max(0, math.ceil(value)) if isinstance(value, (int, float)) and math.isfinite(value) else 0
-        incremental = getattr(self._storage, "get_token_estimate", None)
-        message_tokens = incremental() if callable(incremental) else estimate_message_tokens(self.get_history())
-        return int(message_tokens) + estimate_string_tokens(system_prompt)
+        if leaf_tokens is not None:
+            message_tokens: int = leaf_tokens
+        else:
+            incremental = getattr(self._storage, "get_token_estimate", None)
+            message_tokens = incremental() if callable(incremental) else estimate_message_tokens(self.get_history())
+        return int(message_tokens) + self._prompt_tokens(system_prompt)
+
+    def _prompt_tokens(self, prompt: str) -> int:
+        """Tokens of the frozen prompt, computed once per prompt text rather than after every append."""
+        cached = self._prompt_tokens_memo
+        if cached is not None and cached[0] == prompt:
+            return cached[1]
+        tokens = estimate_string_tokens(prompt)
+        self._prompt_tokens_memo = (prompt, tokens)
+        return tokens
 
     # ----------------------------------------------------------------- events
 
     def _needs_estimate(self) -> bool:
         return self._events.has_listeners or (self._threshold is not None and self._compaction_fn is not None)
 
-    def _emit_status(self, phase: str, *, compacted: dict[str, int] | None = None) -> int:
+    def _emit_status(
+        self, phase: str, *, compacted: dict[str, int] | None = None, leaf_tokens: int | None = None
+    ) -> int:
         estimate = 0
         if self._needs_estimate():
             try:
-                estimate = self.estimate_tokens()
+                estimate = self._estimate(leaf_tokens)
             except Exception as error:  # an estimate failure must never fail the write that triggered it
                 self._events.report_auto_error(error)
         self._events.emit_status(phase, estimate, self._threshold, compacted)

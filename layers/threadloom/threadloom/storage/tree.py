@@ -239,7 +239,8 @@ class SqlSessionProvider:
         tx.execute(self._sql.index_message, self._params(id=message_id, **self._sql.index_params(prepared.text)))
         if message_id in targets:
             self._recompute_subtrees(tx, [message_id])
-        return AppendResult(id=message_id, parent_id=parent, inserted=True)
+            return AppendResult(id=message_id, parent_id=parent, inserted=True)  # estimate rebuilt: read it back
+        return AppendResult(id=message_id, parent_id=parent, inserted=True, path_tokens=path_tokens)
 
     def update_message(self, message: Message) -> None:
         """Replace a stored message's content (matched by id); an unknown id raises :class:`NotFoundError`."""

@@ -292,7 +292,7 @@ class PostgresSql(SqlDialect):
 
     # The whole append (one message or a chain) in one call; see migrations/0001_initial.sql.
     append = (
-        "SELECT out_id, out_parent_id, out_inserted FROM threadloom_append("
+        "SELECT out_id, out_parent_id, out_inserted, out_path_tokens FROM threadloom_append("
         "CAST(:sid AS text), CAST(:ids AS text[]), CAST(:roles AS text[]), CAST(:contents AS text[]), "
         "CAST(:tokens AS bigint[]), CAST(:vectors AS text[]), CAST(:parent_omitted AS boolean), "
         "CAST(:parent_id AS text), CAST(:expected_leaf_id AS text), CAST(:created_at AS timestamptz))"
@@ -316,7 +316,7 @@ class PostgresSql(SqlDialect):
     )
     # The same for a single message, arrays built server-side (cheaper to send than to encode).
     append_one = (
-        "SELECT out_id, out_parent_id, out_inserted FROM threadloom_append("
+        "SELECT out_id, out_parent_id, out_inserted, out_path_tokens FROM threadloom_append("
         "CAST(:sid AS text), ARRAY[CAST(:id AS text)], ARRAY[CAST(:role AS text)], ARRAY[CAST(:content AS text)], "
         "ARRAY[CAST(:tokens AS bigint)], ARRAY[CAST(:vector AS text)], CAST(:parent_omitted AS boolean), "
         "CAST(:parent_id AS text), CAST(:expected_leaf_id AS text), CAST(:created_at AS timestamptz))"

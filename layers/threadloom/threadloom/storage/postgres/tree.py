@@ -138,8 +138,7 @@ class PostgresSessionProvider(SqlSessionProvider):
         rows = self._call_append([prepared], parent_id, expected_leaf_id)
         if rows is None:
             return super().append_message(message, parent_id, expected_leaf_id=expected_leaf_id)
-        message_id, parent, inserted = rows[0]
-        return AppendResult(id=message_id, parent_id=parent, inserted=bool(inserted))
+        return _append_result(rows[0])
 
     def append_chain(
         self,
@@ -156,7 +155,7 @@ class PostgresSessionProvider(SqlSessionProvider):
         rows = self._call_append(prepared, parent_id, None)
         if rows is None:
             return super().append_chain(messages, parent_id)
-        return [AppendResult(id=row[0], parent_id=row[1], inserted=bool(row[2])) for row in rows]
+        return [_append_result(row) for row in rows]
 
     def _call_append(
         self, prepared: list[_PreparedMessage], parent_id: str | Omitted | None, expected_leaf_id: str | None
@@ -206,6 +205,13 @@ class PostgresSessionProvider(SqlSessionProvider):
                 parent = _detail(cause)
                 raise NotFoundError(f"Parent message {parent!r} not found in session {self.session_id!r}") from None
             raise
+
+
+def _append_result(row: list[Any]) -> AppendResult:
+    tokens = row[3]
+    return AppendResult(
+        id=row[0], parent_id=row[1], inserted=bool(row[2]), path_tokens=int(tokens) if tokens is not None else None
+    )
 
 
 def _detail(error: BaseException | None) -> str | None:
