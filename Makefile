@@ -59,6 +59,8 @@ serve: $(STAMP)
 ## bench: print the speed figures quoted in the issues.
 bench: $(STAMP)
 	$(BIN)/python bench/append_and_history.py
+	$(BIN)/python bench/users_config.py
+	$(BIN)/python bench/compaction.py --sizes 10000,100000
 
 ## bench-cold-start: median import time of each Lambda handler in fresh interpreters, beside bare boto3/Powertools.
 bench-cold-start: $(STAMP)
