@@ -26,9 +26,8 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pg8000.native
 from threadloom import PostgresStore, Session, SqliteStore
@@ -37,6 +36,9 @@ from threadloom.storage.postgres.connection import parse_database_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scratch import scratch_postgres
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 SAMPLES = 400
 OPEN_SAMPLES = 40
@@ -91,9 +93,8 @@ class Users:
 def ratio_line(label: str, ours: float, raw: float, target: float, unit: str = "µs") -> bool:
     ratio = ours / raw
     met = ratio <= target
-    print(
-        f"  {label:<52} {ours:10.1f} {raw:10.1f} {unit}  {ratio:5.2f}x  (target <= {target}) {'ok' if met else 'MISSED'}"
-    )
+    verdict = "ok" if met else "MISSED"
+    print(f"  {label:<52} {ours:10.1f} {raw:10.1f} {unit}  {ratio:5.2f}x  (target <= {target}) {verdict}")
     return met
 
 
@@ -113,7 +114,7 @@ def postgres(url: str) -> bool:
     leaf: str | None = None
     for index in range(SAMPLES):
         item = message(f"a{index}")
-        ours.append(timed(lambda: session.append_message(item)))
+        ours.append(timed(lambda item=item: session.append_message(item)))
         content = json.dumps(item, separators=(",", ":"))
 
         def insert(item_id: str = item["id"], parent: str | None = leaf, body: str = content) -> None:
@@ -202,7 +203,7 @@ def sqlite(folder: str, synchronous: str) -> bool:
     leaf: str | None = None
     for index in range(SAMPLES):
         item = message(f"a{index}")
-        ours.append(timed(lambda: session.append_message(item)))
+        ours.append(timed(lambda item=item: session.append_message(item)))
         content = json.dumps(item, separators=(",", ":"))
 
         def insert(item_id: str = item["id"], parent: str | None = leaf, body: str = content) -> None:
