@@ -29,6 +29,7 @@ THREADLOOM_TABLES = (
     "threadloom_context_blocks",
     "threadloom_search_entries",
     "threadloom_loaded_skills",
+    "threadloom_compaction_requests",
 )
 # Databases of this machine's runs share the prefix; the pid lets a later run drop a crashed run's leftovers.
 _HOST_TAG = hashlib.sha1(socket.gethostname().encode()).hexdigest()[:8]

@@ -1,4 +1,4 @@
-"""Compaction: compact now (202 when queued), list overlays, compact-and-split."""
+"""Compaction: compact now (202 with a request id when queued), status, list overlays, compact-and-split."""
 
 from __future__ import annotations
 
@@ -7,7 +7,15 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
 from threadloom.api import service
-from threadloom.api.models import CompactIn, CompactionList, CompactOut, MessageList, SessionOut, SplitIn
+from threadloom.api.models import (
+    CompactIn,
+    CompactionList,
+    CompactOut,
+    MessageList,
+    SessionOut,
+    SessionStatusOut,
+    SplitIn,
+)
 from threadloom.api.runtime import get_runtime
 
 from threadloom_api_routes.common import BODY, SESSION, json_response, manager, new_router, responses
@@ -27,13 +35,24 @@ router = new_router()
         *SESSION,
         *BODY,
         409,
-        also={202: (CompactOut, "Queued for the compaction worker")},
+        also={202: (CompactOut, "Queued for the compaction worker; follow requestId at /sessions/{sessionId}/status")},
     ),
 )
 def compact(sessionId: str, body: Annotated[CompactIn | None, Body()] = None) -> Response[Any]:
     leaf_id = body.leaf_id if body is not None else None
     out, queued = service.compact(manager(router), sessionId, leaf_id, get_runtime().queue)
     return json_response(202 if queued else 200, out)
+
+
+@router.get(
+    "/sessions/<sessionId>/status",
+    summary="Phase, token estimate and threshold, and the latest compaction request",
+    tags=["compaction"],
+    operation_id="getSessionStatus",
+    responses=responses(200, SessionStatusOut, "The session's live figures and latest compaction request", *SESSION),
+)
+def session_status(sessionId: str) -> SessionStatusOut:
+    return service.session_status(manager(router), sessionId)
 
 
 @router.get(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 Message = dict[str, Any]
 """A stored message: a JSON object with at least ``id`` (str), ``role`` (str) and ``parts`` (list)."""
@@ -31,12 +31,15 @@ class AppendResult:
     ``path_tokens`` is the running token estimate of the history ending at this message
     (overlays applied) when the backend computed it with the write, else None; it lets the
     auto-compaction check and status events skip a read.
+    ``token_estimate`` is the session's estimate right after the append, when the session computed
+    one (it has a threshold or event listeners); None otherwise.
     """
 
     id: str
     parent_id: str | None
     inserted: bool
     path_tokens: int | None = field(default=None, compare=False)
+    token_estimate: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +117,34 @@ class TokenCountInput:
     context_blocks: list[ContextBlock] = field(default_factory=list)
 
 
+CompactionState = Literal["queued", "running", "done", "failed", "nothing_to_summarize"]
+"""Where a compaction request stands; the last three are final."""
+
+
+@dataclass(frozen=True, slots=True)
+class TrackedCompaction:
+    """One compaction request as a client follows it (``GET /sessions/{id}/status``).
+
+    ``from_message_id``/``to_message_id`` are the range its overlay covers once ``done``; ``error``
+    says why it ``failed``. Timestamps are ISO-8601 UTC; ``started_at``/``finished_at`` stay None
+    until the worker gets there.
+    """
+
+    id: str
+    session_id: str
+    leaf_id: str | None
+    state: CompactionState
+    from_message_id: str | None
+    to_message_id: str | None
+    error: str | None
+    requested_at: str
+    started_at: str | None
+    finished_at: str | None
+
+
 __all__ = [
+    "CompactionState",
+    "TrackedCompaction",
     "OMITTED",
     "AppendResult",
     "CompactResult",

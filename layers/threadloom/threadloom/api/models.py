@@ -12,7 +12,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from threadloom.core.limits import HARD_LIMITS, ID_ALPHABET
-from threadloom.records import ContextBlock, SearchResult, SessionInfo, StoredCompaction  # noqa: TC001
+from threadloom.records import (  # noqa: TC001
+    CompactionState,
+    ContextBlock,
+    SearchResult,
+    SessionInfo,
+    StoredCompaction,
+    TrackedCompaction,
+)
 
 Id = Annotated[
     str,
@@ -161,10 +168,14 @@ class AppendIn(ApiModel):
 
 
 class AppendOut(ApiModel):
+    """``tokenEstimate``/``tokenThreshold``: the session's estimate after the write and its compaction threshold."""
+
     id: str | None
     parent_id: str | None = None
     inserted: bool
     ids: list[str] | None = None
+    token_estimate: int | None = None
+    token_threshold: int | None = None
 
 
 class MessageUpdate(ApiModel):
@@ -279,12 +290,54 @@ class CompactionList(ApiModel):
 
 
 class CompactOut(ApiModel):
-    """``queued`` (202, a worker will compact), ``compacted`` or ``nothing_to_compact``."""
+    """What ``POST /compact`` did: ``compacted``, ``nothing_to_compact``, or ``queued``.
+
+    ``queued`` answers 202: a worker compacts later; follow ``requestId`` at ``/sessions/{id}/status``.
+    """
 
     status: Literal["queued", "compacted", "nothing_to_compact"]
+    request_id: str | None = None
     from_message_id: str | None = None
     to_message_id: str | None = None
     summary: str | None = None
+
+
+class CompactionRequestOut(ApiModel):
+    """One tracked compaction request; ``fromMessageId``/``toMessageId`` is the range its overlay covers."""
+
+    id: str
+    state: CompactionState
+    leaf_id: str | None
+    from_message_id: str | None
+    to_message_id: str | None
+    error: str | None
+    requested_at: str
+    started_at: str | None
+    finished_at: str | None
+
+    @classmethod
+    def of(cls, tracked: TrackedCompaction) -> CompactionRequestOut:
+        return cls(
+            id=tracked.id,
+            state=tracked.state,
+            leaf_id=tracked.leaf_id,
+            from_message_id=tracked.from_message_id,
+            to_message_id=tracked.to_message_id,
+            error=tracked.error,
+            requested_at=tracked.requested_at,
+            started_at=tracked.started_at,
+            finished_at=tracked.finished_at,
+        )
+
+
+class SessionStatusOut(ApiModel):
+    """The live figures of a session (as the WebSocket ``session_status`` event) and its latest compaction request."""
+
+    session_id: str
+    phase: Literal["idle", "compacting"]
+    token_estimate: int
+    token_threshold: int | None
+    compaction: CompactionRequestOut | None
 
 
 # ----------------------------------------------------------------- context

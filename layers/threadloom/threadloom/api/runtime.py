@@ -169,8 +169,9 @@ class Runtime:
         self.settings = settings if settings is not None else Settings.from_env()
         self._profile = profile
         self._store = store
-        self._queue = queue
-        self._queue_built = queue is not None
+        self._given_queue = queue
+        self._queue: CompactionQueue | None = None
+        self._queue_built = False
         self._publisher = publisher
         self._managers: dict[str, SessionManager] = {}
         self._skills: ContextProvider | None = None
@@ -212,12 +213,24 @@ class Runtime:
 
     @property
     def queue(self) -> CompactionQueue | None:
-        """SQS FIFO in Lambda, a background thread locally, or None (``inline``: compact on the request)."""
+        """SQS FIFO in Lambda, a background thread locally, or None (``inline``: compact on the request).
+
+        Requests are tracked (``queued`` … ``done``) when the store keeps a request log.
+        """
         with self._lock:
             if not self._queue_built:
-                self._queue = self._build_queue()
+                inner = self._given_queue if self._given_queue is not None else self._build_queue()
+                self._queue = self._tracked(inner)
                 self._queue_built = True
             return self._queue
+
+    def _tracked(self, inner: CompactionQueue | None) -> CompactionQueue | None:
+        store = self.store
+        if inner is None or not callable(getattr(store, "compaction_requests", None)):
+            return inner
+        from threadloom.compaction.tracking import TrackedCompactionQueue
+
+        return TrackedCompactionQueue(inner, store.compaction_requests)
 
     def _build_queue(self) -> CompactionQueue | None:
         mode = self.settings.compaction_mode

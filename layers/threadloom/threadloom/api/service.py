@@ -20,6 +20,7 @@ from threadloom.api.models import (
     BranchPointOut,
     CompactionList,
     CompactionOut,
+    CompactionRequestOut,
     CompactOut,
     ContextBlockList,
     ContextBlockOut,
@@ -32,15 +33,18 @@ from threadloom.api.models import (
     SearchOut,
     SessionOut,
     SessionPage,
+    SessionStatusOut,
     SystemPromptOut,
     ToolCallOut,
     ToolsOut,
 )
 from threadloom.compaction.markers import COMPACTION_PREFIX
 from threadloom.compaction.queue import CompactionRequest
+from threadloom.compaction.tracking import TrackedCompactionQueue
 from threadloom.core.branch_points import branch_points as find_branch_points
 from threadloom.core.prompt import render_prompt
 from threadloom.errors import NotFoundError, ValidationError
+from threadloom.live.status import status_report
 from threadloom.records import OMITTED
 from threadloom.tokens import estimate_message_tokens, estimate_string_tokens
 from threadloom.tools.base import is_error_result
@@ -183,21 +187,30 @@ def append(manager: SessionManager, session_id: str, body: AppendIn, limits: Lim
         result = session.append_message(body.message.as_message(), parent, expected_leaf_id=body.expected_leaf_id)
         if result.inserted:
             manager._touch(session_id)
-        return AppendOut(id=result.id, parent_id=result.parent_id, inserted=result.inserted), result.inserted
+        estimate = result.token_estimate if result.token_estimate is not None else session.estimate_tokens()
+        out = AppendOut(
+            id=result.id,
+            parent_id=result.parent_id,
+            inserted=result.inserted,
+            token_estimate=estimate,
+            token_threshold=session.token_threshold,
+        )
+        return out, result.inserted
     messages = [item.as_message() for item in body.messages or []]
     if len(messages) > limits.max_chain_messages:
         raise ValidationError(f"A chain holds at most {limits.max_chain_messages} messages per request")
     results = manager.append_chain(session_id, messages, parent, expected_leaf_id=body.expected_leaf_id)
     inserted = any(result.inserted for result in results)
-    return (
-        AppendOut(
-            id=results[-1].id,
-            parent_id=results[0].parent_id,
-            inserted=inserted,
-            ids=[result.id for result in results],
-        ),
-        inserted,
+    last_estimate = results[-1].token_estimate if results else None
+    out = AppendOut(
+        id=results[-1].id,
+        parent_id=results[0].parent_id,
+        inserted=inserted,
+        ids=[result.id for result in results],
+        token_estimate=last_estimate if last_estimate is not None else session.estimate_tokens(),
+        token_threshold=session.token_threshold,
     )
+    return out, inserted
 
 
 def get_message(manager: SessionManager, session_id: str, message_id: str) -> MessageOut:
@@ -324,7 +337,10 @@ def compact(
         if leaf_id is None:
             latest = session.get_latest_leaf()
             leaf_id = latest.get("id") if latest else None
-        queue.enqueue(CompactionRequest.create(manager.namespace, session_id, leaf_id))
+        request = CompactionRequest.create(manager.namespace, session_id, leaf_id)
+        if isinstance(queue, TrackedCompactionQueue):
+            return CompactOut(status="queued", request_id=queue.submit(request).id), True
+        queue.enqueue(request)
         return CompactOut(status="queued"), True
     result = session.compact(leaf_id)
     if result is None:
@@ -337,6 +353,18 @@ def compact(
             summary=result.summary,
         ),
         False,
+    )
+
+
+def session_status(manager: SessionManager, session_id: str) -> SessionStatusOut:
+    """Phase, token estimate and threshold (as the live ``session_status`` event) and the latest request."""
+    status, latest = status_report(manager, session_id)
+    return SessionStatusOut(
+        session_id=session_id,
+        phase=status.phase,
+        token_estimate=status.token_estimate,
+        token_threshold=status.token_threshold,
+        compaction=CompactionRequestOut.of(latest) if latest is not None else None,
     )
 
 
@@ -490,6 +518,7 @@ __all__ = [
     "require_session",
     "search_all",
     "search_session",
+    "session_status",
     "session_tools",
     "split",
     "system_prompt",

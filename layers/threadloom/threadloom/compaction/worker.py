@@ -30,10 +30,13 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from threadloom.compaction.queue import CompactionRequest
+    from threadloom.compaction.tracking import CompactionRequestLog
     from threadloom.core.manager import SessionManager
     from threadloom.core.session import Session
 
 logger = logging.getLogger(__name__)
+
+STALE_ERROR = "The session changed while the summary was computed; nothing was stored (ask again to compact it now)"
 
 
 class CompactionOutcome(StrEnum):
@@ -90,7 +93,10 @@ class CompactionWorker:
         return self.handle(request)
 
     def handle(self, request: CompactionRequest) -> CompactionOutcome:
-        """Compact the requested session once; raises ``CompactionError`` (retry) when its function fails."""
+        """Compact the requested session once; raises ``CompactionError`` (retry) when its function fails.
+
+        When the store tracks requests, the request's record moves to ``running`` and then to its final state.
+        """
         manager = self._resolve_manager(request.namespace)
         if manager.get(request.session_id) is None:
             logger.info(
@@ -99,6 +105,19 @@ class CompactionWorker:
             return CompactionOutcome.SESSION_GONE
         session = manager.get_session(request.session_id)
         key = request_key(request)
+        tracker = _tracker(manager)
+        if tracker is None:
+            return self._compact(session, request, key)
+        tracker.mark_running(key, request.session_id, request.leaf_id)
+        try:
+            outcome = self._compact(session, request, key)
+        except Exception as error:
+            tracker.finish(key, "failed", error=str(error) or type(error).__name__)
+            raise
+        _record_outcome(tracker, session, key, outcome)
+        return outcome
+
+    def _compact(self, session: Session, request: CompactionRequest, key: str) -> CompactionOutcome:
         if _stored_under(session, key):
             logger.info("Compaction request for session %r already handled", request.session_id)
             return CompactionOutcome.DUPLICATE
@@ -124,6 +143,28 @@ class CompactionWorker:
             result.to_message_id,
         )
         return CompactionOutcome.COMPACTED
+
+
+def _tracker(manager: SessionManager) -> CompactionRequestLog | None:
+    """The namespace's request log when the store keeps one (the SQL stores do)."""
+    factory = getattr(manager.store, "compaction_requests", None)
+    return factory(manager.namespace) if callable(factory) else None
+
+
+def _record_outcome(tracker: CompactionRequestLog, session: Session, key: str, outcome: CompactionOutcome) -> None:
+    if outcome in (CompactionOutcome.COMPACTED, CompactionOutcome.DUPLICATE):
+        lookup = getattr(session.storage, "get_compaction_by_request", None)
+        stored = lookup(key) if callable(lookup) else None
+        tracker.finish(
+            key,
+            "done",
+            from_message_id=stored.from_message_id if stored is not None else None,
+            to_message_id=stored.to_message_id if stored is not None else None,
+        )
+    elif outcome is CompactionOutcome.NOTHING_TO_DO:
+        tracker.finish(key, "nothing_to_summarize")
+    elif outcome is CompactionOutcome.SKIPPED_STALE:
+        tracker.finish(key, "failed", error=STALE_ERROR)
 
 
 def _stored_under(session: Session, key: str) -> bool:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from threadloom.compaction.function import CompactContext
@@ -251,7 +252,7 @@ class Session:
         if result.inserted:
             self._maybe_auto_compact(estimate, result.id)
             self._events.emit_change("append", result.id)
-        return result
+        return replace(result, token_estimate=estimate) if self._needs_estimate() else result
 
     def append_messages(self, messages: list[Message], parent_id: str | Omitted | None = OMITTED) -> str | None:
         """Append a chain in one transaction where the backend allows it; returns the last id (D10)."""
@@ -294,6 +295,8 @@ class Session:
         if any(result.inserted for result in results):
             self._maybe_auto_compact(estimate, results[-1].id)
             self._events.emit_change("append", results[-1].id)
+        if results and self._needs_estimate():
+            results[-1] = replace(results[-1], token_estimate=estimate)
         return results
 
     def _check_reference(self, value: object, what: str) -> None:

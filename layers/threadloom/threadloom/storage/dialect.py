@@ -116,6 +116,15 @@ class SqlDialect:
     erase_setup: ClassVar[str]
     purge_statements: ClassVar[tuple[str, ...]]
 
+    # Compaction requests, tracked from queued to done or failed.
+    upsert_compaction_request: ClassVar[str]
+    start_compaction_request: ClassVar[str]
+    finish_compaction_request: ClassVar[str]
+    get_compaction_request: ClassVar[str]
+    get_compaction_request_by_key: ClassVar[str]
+    latest_compaction_request: ClassVar[str]
+    delete_session_compaction_requests: ClassVar[str]
+
     @classmethod
     def index_params(cls, text: str) -> dict[str, Any]:
         """Parameters that :attr:`index_message` / :attr:`index_entry` need besides ids."""

@@ -187,6 +187,7 @@ class SqlLifecycleStorage:
             tx.execute(self._sql.delete_head, sid)
             tx.execute(self._sql.delete_session_blocks, sid)
             tx.execute(self._sql.clear_loaded_skills, sid)
+            tx.execute(self._sql.delete_session_compaction_requests, {**sid, "namespace": namespace})
             tx.execute(self._sql.delete_session, key)
         return removed
 

@@ -6,6 +6,7 @@ import threading
 from typing import TYPE_CHECKING, ClassVar
 
 from threadloom.storage.blocks import SqlContextProvider, SqlPromptStore, SqlSkillState
+from threadloom.storage.compaction_requests import SqlCompactionRequests
 from threadloom.storage.database import utc_now
 from threadloom.storage.lifecycle import SqlLifecycleStorage
 from threadloom.storage.migrations import apply_migrations, load_migrations
@@ -74,3 +75,6 @@ class SqlStore:
     def lifecycle(self) -> SqlLifecycleStorage:
         """Whole-session export/import and deletion across namespaces (``threadloom.lifecycle``)."""
         return SqlLifecycleStorage(self._ready(), self.sql)
+
+    def compaction_requests(self, namespace: str = "default") -> SqlCompactionRequests:
+        return SqlCompactionRequests(self._ready(), self.sql, namespace)

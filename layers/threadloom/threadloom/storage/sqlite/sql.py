@@ -8,6 +8,9 @@ from threadloom.search import parse_query, to_fts5_match
 from threadloom.storage.dialect import SqlDialect
 
 _NEXT_ACTIVITY = "(SELECT COALESCE(MAX(activity_seq), 0) + 1 FROM threadloom_sessions WHERE namespace = :namespace)"
+_REQUEST_COLUMNS = (
+    "id, session_id, leaf_id, state, from_message_id, to_message_id, error, requested_at, started_at, finished_at"
+)
 _SESSION_COLUMNS = (
     "id, name, parent_session_id, model, source, input_tokens, output_tokens, estimated_cost, end_reason, "
     "created_at, updated_at, activity_seq, subject_id, legal_hold"
@@ -271,6 +274,41 @@ class SqliteSql(SqlDialect):
     purge_statements = (
         "INSERT INTO threadloom_message_fts (threadloom_message_fts) VALUES ('optimize')",
         "INSERT INTO threadloom_search_entries_fts (threadloom_search_entries_fts) VALUES ('optimize')",
+    )
+
+    # Compaction requests (tracked for GET /sessions/{id}/status).
+    upsert_compaction_request = (
+        "INSERT INTO threadloom_compaction_requests "
+        "(namespace, id, request_key, session_id, seq, leaf_id, state, requested_at) "
+        "VALUES (:namespace, :id, :request_key, :sid, (SELECT COALESCE(MAX(seq), 0) + 1 "
+        "FROM threadloom_compaction_requests WHERE namespace = :namespace AND session_id = :sid), "
+        ":leaf_id, 'queued', :now) "
+        "ON CONFLICT (namespace, request_key) DO UPDATE SET state = 'queued', seq = excluded.seq, "
+        "requested_at = excluded.requested_at, started_at = NULL, finished_at = NULL, error = NULL "
+        "WHERE threadloom_compaction_requests.state = 'failed'"
+    )
+    start_compaction_request = (
+        "UPDATE threadloom_compaction_requests SET state = 'running', started_at = :now, finished_at = NULL, "
+        "error = NULL WHERE namespace = :namespace AND request_key = :request_key"
+    )
+    finish_compaction_request = (
+        "UPDATE threadloom_compaction_requests SET state = :state, from_message_id = :from_id, "
+        "to_message_id = :to_id, error = :error, finished_at = :now "
+        "WHERE namespace = :namespace AND request_key = :request_key"
+    )
+    get_compaction_request = (
+        f"SELECT {_REQUEST_COLUMNS} FROM threadloom_compaction_requests WHERE namespace = :namespace AND id = :id"
+    )
+    get_compaction_request_by_key = (
+        f"SELECT {_REQUEST_COLUMNS} FROM threadloom_compaction_requests "
+        "WHERE namespace = :namespace AND request_key = :request_key"
+    )
+    latest_compaction_request = (
+        f"SELECT {_REQUEST_COLUMNS} FROM threadloom_compaction_requests "
+        "WHERE namespace = :namespace AND session_id = :sid ORDER BY seq DESC, requested_at DESC LIMIT 1"
+    )
+    delete_session_compaction_requests = (
+        "DELETE FROM threadloom_compaction_requests WHERE namespace = :namespace AND session_id = :sid"
     )
 
     @classmethod
