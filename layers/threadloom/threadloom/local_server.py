@@ -1,34 +1,59 @@
-"""Serve the HTTP API on a laptop: stdlib HTTP server → API Gateway v2 event → the Lambda handler.
+"""Serve the HTTP API and live status on a laptop: one port, aiohttp, the same Lambda handler as in AWS.
 
 ``python -m threadloom.local_server --host 127.0.0.1 --port 3000 --data-dir .threadloom``
 runs the embedded default (SQLite file, skills from a local folder, in-process compaction
-with the offline summarizer, the default profile). Every request is handled by the same
-``lambda_handler`` as in AWS, as tenant ``local`` (no JWT is checked locally).
+with the offline summarizer, the default profile). Every HTTP request becomes an API Gateway
+v2 event for ``lambda_handler``, as tenant ``local`` (``--tenant`` / ``make serve TENANT=…``;
+no JWT is checked locally). ``/ws`` speaks the live-status protocol (``docs/live-status.md``)
+for the same tenant. Whatever goes wrong, even in the HTTP parser, the answer is the JSON
+error envelope ``{"error": {"code", "message"}}``.
+
+aiohttp is needed here only (the ``local`` extra); the Lambda functions never import this module.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
+import contextlib
+import errno
+import json
+import logging
 import os
+import signal
 import sys
 import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
+if TYPE_CHECKING:
+    from aiohttp import web
+
+    from threadloom.live.hub import LocalHub
+
 LOCAL_TENANT = "local"
-# Powertools' resolver keeps the current event on the (global) app, so two requests must never be
-# inside the handler at once; Lambda runs one request per environment at a time anyway.
-HANDLER_LOCK = threading.Lock()
 MAX_BODY_BYTES = 6 * 1024 * 1024
+MAX_URL_BYTES = 16 * 1024
+"""Longer request targets answer 414 (API Gateway refuses long request lines too)."""
+PARSER_LINE_BYTES = 1024 * 1024
+"""What the HTTP parser accepts before it gives up, so that most long URLs reach the 414 above."""
+LISTEN_BACKLOG = 1024
+HANDLER_THREADS = 16
+HANDLER_LOCK = threading.Lock()
+"""Powertools' resolver keeps the current event on the (global) app, so two requests must never be
+inside the handler at once; Lambda runs one request per environment at a time anyway."""
+WS_OUTBOX = 256
+"""Events queued for one WebSocket client; a client this far behind is disconnected."""
 EXAMPLE_SKILLS = {
     "pirate": ("Talk like a pirate", 'Answer in pirate speak: say "arr", call the user "matey".'),
     "tax": ("Tax workflows", "1. Collect receipts.\n2. Sum income by category.\n3. File before the deadline."),
 }
+logger = logging.getLogger(__name__)
 
 
 class _Context:
@@ -84,45 +109,219 @@ def to_event(method: str, target: str, headers: dict[str, str], body: bytes, ten
     }
 
 
-class Handler(BaseHTTPRequestHandler):
-    """Converts each request to an event and writes the handler's answer back."""
+def error_body(code: str, message: str) -> bytes:
+    return json.dumps({"error": {"code": code, "message": message}}).encode("utf-8")
 
-    server_version = "threadloom-local"
-    protocol_version = "HTTP/1.1"
-    tenant = LOCAL_TENANT
 
-    def _dispatch(self) -> None:
-        from threadloom_api import lambda_handler
+def invoke_handler(event: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+    """Run the API Lambda handler on one event (in a worker thread); its status, headers and body."""
+    from threadloom_api import lambda_handler
 
-        length = int(self.headers.get("content-length") or 0)
-        if length > MAX_BODY_BYTES:
-            self._write(
-                413,
-                {"content-type": "application/json"},
-                b'{"error":{"code":"payload_too_large","message":"Request body exceeds 6 MB"}}',
+    with HANDLER_LOCK:
+        result = lambda_handler(event, _Context())
+    payload = result.get("body") or ""
+    data = base64.b64decode(payload) if result.get("isBase64Encoded") else payload.encode("utf-8")
+    headers = {str(key): str(value) for key, value in (result.get("headers") or {}).items()}
+    return int(result.get("statusCode", 500)), headers, data
+
+
+class LocalServer:
+    """The aiohttp side: HTTP requests to the handler, ``/ws`` to the live-status hub."""
+
+    def __init__(self, hub: LocalHub, tenant: str) -> None:
+        self.hub = hub
+        self.tenant = tenant
+        self.pool = ThreadPoolExecutor(max_workers=HANDLER_THREADS, thread_name_prefix="threadloom-request")
+
+    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        from aiohttp import web
+
+        try:
+            if request.path == "/ws":
+                return await self.websocket(request)
+            return await self.http(request)
+        except web.HTTPException as exc:
+            return envelope(exc.status, _code_for(exc.status), exc.reason)
+        except Exception:
+            logger.exception("Request %s %s failed", request.method, request.path)
+            return envelope(500, "internal_error", "The local server failed to handle the request; see its log")
+
+    async def http(self, request: web.BaseRequest) -> web.StreamResponse:
+        from aiohttp import web
+
+        if len(request.raw_path) > MAX_URL_BYTES:
+            return envelope(
+                414, "uri_too_long", f"The URL is {len(request.raw_path)} bytes; the limit is {MAX_URL_BYTES} bytes"
             )
+        if (request.content_length or 0) > MAX_BODY_BYTES:
+            return envelope(413, "payload_too_large", "Request body exceeds 6 MB")
+        body = bytearray()
+        async for chunk in request.content.iter_chunked(64 * 1024):
+            body += chunk
+            if len(body) > MAX_BODY_BYTES:
+                return envelope(413, "payload_too_large", "Request body exceeds 6 MB")
+        headers: dict[str, str] = {}
+        for key, value in request.headers.items():
+            headers[key] = f"{headers[key]},{value}" if key in headers else value
+        event = to_event(request.method, request.raw_path, headers, bytes(body), self.tenant)
+        loop = asyncio.get_running_loop()
+        status, response_headers, data = await loop.run_in_executor(self.pool, invoke_handler, event)
+        response = web.Response(status=status, body=data)
+        for key, value in response_headers.items():
+            if key.lower() not in ("content-length", "connection", "transfer-encoding"):
+                response.headers[key] = value
+        return response
+
+    async def websocket(self, request: web.BaseRequest) -> web.StreamResponse:
+        from aiohttp import WSMsgType, web
+
+        from threadloom.live.events import MAX_CLIENT_MESSAGE_BYTES
+
+        socket = web.WebSocketResponse(heartbeat=30, max_msg_size=MAX_CLIENT_MESSAGE_BYTES * 4)
+        if request.method != "GET" or not socket.can_prepare(request).ok:
+            return envelope(426, "upgrade_required", "/ws is a WebSocket: connect with a WebSocket client")
+        await socket.prepare(request)
+        client = WebSocketClient(socket, asyncio.get_running_loop())
+        pump = asyncio.create_task(client.pump())
+        try:
+            async for message in socket:
+                if message.type == WSMsgType.TEXT:
+                    await self.on_message(client, message.data)
+                elif message.type == WSMsgType.BINARY:
+                    client.offer(_error_text('Send text frames such as {"action": "subscribe", "sessionId": "<id>"}'))
+        finally:
+            client.close()
+            self.hub.drop(client)
+            pump.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pump
+        return socket
+
+    async def on_message(self, client: WebSocketClient, data: str) -> None:
+        from threadloom.api.runtime import get_runtime
+        from threadloom.errors import ValidationError
+        from threadloom.live.events import encode, error, parse_client_message
+        from threadloom.live.status import subscribe_reply
+
+        try:
+            action = parse_client_message(data)
+        except ValidationError as exc:
+            client.offer(encode(error(str(exc))))
             return
-        body = self.rfile.read(length) if length else b""
-        event = to_event(self.command, self.path, dict(self.headers.items()), body, self.tenant)
-        with HANDLER_LOCK:
-            result = lambda_handler(event, _Context())
-        payload = result.get("body") or ""
-        data = base64.b64decode(payload) if result.get("isBase64Encoded") else payload.encode("utf-8")
-        self._write(int(result.get("statusCode", 500)), dict(result.get("headers") or {}), data)
+        if action.action == "unsubscribe":
+            self.hub.unsubscribe(client, self.tenant, action.session_id)
+            return
+        manager = get_runtime().manager(self.tenant)
+        loop = asyncio.get_running_loop()
+        reply = await loop.run_in_executor(self.pool, subscribe_reply, manager, action.session_id)
+        if reply["type"] == "subscribed" and not self.hub.subscribe(client, self.tenant, action.session_id):
+            limit = self.hub.max_subscriptions_per_connection
+            reply = error(f"At most {limit} subscriptions per connection; unsubscribe from one first")
+        client.offer(encode(reply))  # before any event published from now on (those go through the loop)
 
-    def _write(self, status: int, headers: dict[str, str], data: bytes) -> None:
-        self.send_response(status)
-        for key, value in headers.items():
-            if key.lower() not in ("content-length", "connection"):
-                self.send_header(key, value)
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
 
-    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = _dispatch
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        sys.stderr.write(f"{self.address_string()} {format % args}\n")
+class WebSocketClient:
+    """One ``/ws`` connection as the hub sees it: ``send`` queues from any thread and never blocks."""
+
+    def __init__(self, socket: web.WebSocketResponse, loop: asyncio.AbstractEventLoop) -> None:
+        self._socket = socket
+        self._loop = loop
+        self._outbox: asyncio.Queue[str] = asyncio.Queue(maxsize=WS_OUTBOX)
+        self.closed = False
+
+    def send(self, text: str) -> bool:
+        if self.closed:
+            return False
+        try:
+            self._loop.call_soon_threadsafe(self.offer, text)
+        except RuntimeError:  # the loop is gone: the server is stopping
+            self.closed = True
+        return not self.closed
+
+    def offer(self, text: str) -> None:
+        """Queue ``text`` (on the loop's thread); a client too far behind is disconnected."""
+        if self.closed:
+            return
+        try:
+            self._outbox.put_nowait(text)
+        except asyncio.QueueFull:
+            logger.warning("Closing a live-status client that fell %d events behind", WS_OUTBOX)
+            self.close()
+            self._loop.create_task(self._socket.close(code=1008, message=b"too far behind"))
+
+    def close(self) -> None:
+        self.closed = True
+
+    async def pump(self) -> None:
+        while True:
+            text = await self._outbox.get()
+            await self._socket.send_str(text)
+
+
+def _error_text(message: str) -> str:
+    from threadloom.live.events import encode, error
+
+    return encode(error(message))
+
+
+def envelope(status: int, code: str, message: str) -> web.Response:
+    from aiohttp import web
+
+    return web.Response(status=status, body=error_body(code, message), content_type="application/json")
+
+
+_CODES = {
+    400: "bad_request",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    414: "uri_too_long",
+    426: "upgrade_required",
+    431: "headers_too_large",
+}
+
+
+def _code_for(status: int) -> str:
+    return _CODES.get(status, "internal_error" if status >= 500 else "bad_request")
+
+
+def build_server(local: LocalServer) -> web.Server:
+    """aiohttp's low-level server whose connection handler answers parser errors with the envelope too."""
+    from aiohttp import web
+    from aiohttp.http_exceptions import LineTooLong
+    from aiohttp.web_protocol import RequestHandler
+
+    class EnvelopeRequestHandler(RequestHandler):
+        def handle_error(
+            self,
+            request: web.BaseRequest,
+            status: int = 500,
+            exc: BaseException | None = None,
+            message: str | None = None,
+        ) -> web.StreamResponse:
+            super().handle_error(request, status, exc, message)  # logs it; raises if a response already started
+            if isinstance(exc, LineTooLong):
+                answer = envelope(414, "uri_too_long", "The request line or a header is too long")
+            elif status >= 500:
+                answer = envelope(status, "internal_error", "The local server failed to handle the request")
+            else:
+                reason = str(getattr(exc, "message", "") or message or "the request is not valid HTTP")
+                answer = envelope(status, _code_for(status), f"Malformed HTTP request: {reason}")
+            answer.force_close()
+            return answer
+
+    class EnvelopeServer(web.Server):
+        def __init__(self, **options: Any) -> None:
+            super().__init__(local.handle, **options)
+            self._envelope_options = options
+
+        def __call__(self) -> RequestHandler:
+            return EnvelopeRequestHandler(self, loop=asyncio.get_running_loop(), **self._envelope_options)
+
+    return EnvelopeServer(max_line_size=PARSER_LINE_BYTES, max_field_size=64 * 1024)
 
 
 def seed_skills(directory: Path) -> None:
@@ -136,8 +335,8 @@ def seed_skills(directory: Path) -> None:
         provider.set(key, content, description)
 
 
-def configure(data_dir: Path) -> None:
-    """Point the runtime at the data dir and make ``threadloom_api`` importable (repo checkout layout)."""
+def configure(data_dir: Path, hub: LocalHub | None = None) -> None:
+    """Point the runtime at the data dir and the hub, and make ``threadloom_api`` importable (repo checkout)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     skills = data_dir / "skills"
     seed_skills(skills)
@@ -154,7 +353,8 @@ def configure(data_dir: Path) -> None:
                 skills_dir=str(skills),
                 compaction_mode="in-process",
                 profile_path=os.environ.get("THREADLOOM_PROFILE") or None,
-            )
+            ),
+            publisher=hub,
         )
     )
     functions = Path(__file__).resolve().parents[3] / "functions" / "api"
@@ -162,28 +362,66 @@ def configure(data_dir: Path) -> None:
         sys.path.insert(0, str(functions))
 
 
+async def serve(host: str, port: int, data_dir: Path, tenant: str) -> int:
+    """Listen until SIGTERM/SIGINT; 1 (after one line on stderr) when the address cannot be bound."""
+    from aiohttp import web
+
+    from threadloom.live.hub import LocalHub
+
+    hub = LocalHub()
+    configure(data_dir, hub)
+    import threadloom_api  # noqa: F401 - fail now, not on the first request
+
+    local = LocalServer(hub, tenant)
+    runner = web.ServerRunner(build_server(local))
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, backlog=LISTEN_BACKLOG)
+    try:
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        local.close()
+        reason = "the port is already in use" if exc.errno == errno.EADDRINUSE else (exc.strerror or str(exc))
+        hint = f"; stop the other server or pick another port (--port, make serve PORT={port + 1})"
+        print(f"threadloom: cannot listen on {host}:{port}: {reason}{hint}", file=sys.stderr, flush=True)
+        return 1
+    bound = runner.addresses[0][1] if runner.addresses else port
+    print(f"Threadloom API on http://{host}:{bound} (data in {data_dir}, tenant {tenant!r})", flush=True)
+    print(f"Live status on ws://{host}:{bound}/ws", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+        local.close()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Threadloom HTTP API on a local SQLite file")
+    parser = argparse.ArgumentParser(description="Threadloom HTTP API and live status on a local SQLite file")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=3000)
     parser.add_argument("--data-dir", default=".threadloom", type=Path)
     parser.add_argument("--tenant", default=LOCAL_TENANT, help="the JWT 'sub' every request carries")
     args = parser.parse_args(argv)
-    configure(args.data_dir)
-    Handler.tenant = args.tenant
-    import threadloom_api  # noqa: F401 - fail now, not on the first request
-
-    server = ThreadingHTTPServer((args.host, args.port), Handler)
-    print(
-        f"Threadloom API on http://{args.host}:{server.server_port} (data in {args.data_dir}, tenant {args.tenant!r})",
-        flush=True,
-    )
     try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+        import aiohttp  # noqa: F401
+    except ImportError:
+        print("threadloom: the local server needs aiohttp: pip install 'threadloom[local]'", file=sys.stderr)
+        raise SystemExit(1) from None
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    access = logging.getLogger("aiohttp.access")
+    access_handler = logging.StreamHandler(sys.stderr)
+    access_handler.setFormatter(logging.Formatter("%(message)s"))
+    access.addHandler(access_handler)
+    access.setLevel(logging.INFO)
+    access.propagate = False
+    with contextlib.suppress(KeyboardInterrupt):
+        raise SystemExit(asyncio.run(serve(args.host, args.port, args.data_dir, args.tenant)))
 
 
 if __name__ == "__main__":

@@ -250,8 +250,8 @@ class Session:
         # A new message is the latest leaf (D2), so its running estimate is the history's.
         estimate = self._emit_status("idle", leaf_tokens=result.path_tokens if result.inserted else None)
         if result.inserted:
+            self._events.emit_change("append", result.id)  # before a queued compaction can announce itself
             self._maybe_auto_compact(estimate, result.id)
-            self._events.emit_change("append", result.id)
         return replace(result, token_estimate=estimate) if self._needs_estimate() else result
 
     def append_messages(self, messages: list[Message], parent_id: str | Omitted | None = OMITTED) -> str | None:
@@ -293,8 +293,8 @@ class Session:
         latest = next((result for result in reversed(results) if result.inserted), None)
         estimate = self._emit_status("idle", leaf_tokens=latest.path_tokens if latest is not None else None)
         if any(result.inserted for result in results):
-            self._maybe_auto_compact(estimate, results[-1].id)
             self._events.emit_change("append", results[-1].id)
+            self._maybe_auto_compact(estimate, results[-1].id)
         if results and self._needs_estimate():
             results[-1] = replace(results[-1], token_estimate=estimate)
         return results
