@@ -17,7 +17,7 @@ from threadloom import ConflictError, SqliteStore, StorageUnavailableError
 from threadloom.api.runtime import Runtime, Settings, set_runtime
 from threadloom.client import HttpError, RetryPolicy, ServiceUnreachableError, ThreadloomClient
 from threadloom.client.transport import parse_retry_after
-from threadloom.local_server import Handler
+from threadloom.local_server import LOCAL_TENANT, invoke_handler, to_event
 
 from tests.support.local_server import free_port
 
@@ -205,15 +205,31 @@ def api_behind_a_flaky_network(tmp_path: Path) -> Iterator[tuple[str, list[str]]
         set_runtime(Runtime(Settings(sqlite_path=str(tmp_path / "api.db"), idempotency_table="idem"), store=store))
         to_drop: list[str] = []
 
-        class Flaky(Handler):
-            def _write(self, status: int, headers: dict[str, str], data: bytes) -> None:
+        class Flaky(BaseHTTPRequestHandler):
+            """The local server's event conversion and handler call, over the stdlib server so answers can be lost."""
+
+            protocol_version = "HTTP/1.1"
+
+            def _dispatch(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = self.rfile.read(length) if length else b""
+                event = to_event(self.command, self.path, dict(self.headers.items()), body, LOCAL_TENANT)
+                status, headers, data = invoke_handler(event)
                 route = f"{self.command} {self.path}"
                 if route in to_drop:  # the handler ran; the answer is lost on the way back
                     to_drop.remove(route)
                     self.close_connection = True
                     self.connection.shutdown(2)
                     return
-                super()._write(status, headers, data)
+                self.send_response(status)
+                for key, value in headers.items():
+                    if key.lower() not in ("content-length", "connection"):
+                        self.send_header(key, value)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _dispatch
 
             def log_message(self, *args: Any) -> None:
                 pass
