@@ -57,7 +57,7 @@ def assert_envelope(body: bytes, code: str) -> str:
 def test_a_100_kb_url_answers_414_in_the_envelope(server: RunningServer) -> None:
     status, headers, body = request(server, "GET", "/sessions?cursor=" + "x" * 100_000)
     assert status == 414 and headers["content-type"].startswith("application/json")
-    assert "limit is 16384 bytes" in assert_envelope(body, "uri_too_long")
+    assert "limit is 65536 bytes" in assert_envelope(body, "uri_too_long")
 
 
 def test_head_and_options_reach_the_handler(server: RunningServer) -> None:

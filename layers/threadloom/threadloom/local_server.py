@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 LOCAL_TENANT = "local"
 MAX_BODY_BYTES = 6 * 1024 * 1024
-MAX_URL_BYTES = 16 * 1024
+MAX_URL_BYTES = 64 * 1024
 """Longer request targets answer 414 (API Gateway refuses long request lines too)."""
 PARSER_LINE_BYTES = 1024 * 1024
 """What the HTTP parser accepts before it gives up, so that most long URLs reach the 414 above."""
