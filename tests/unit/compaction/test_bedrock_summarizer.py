@@ -81,7 +81,9 @@ def test_throttling_then_success_retries_with_backoff(client: Any, stubber: Stub
     stubber.add_client_error("converse", "ServiceUnavailableException", "Try later", 503)
     stubber.add_response("converse", ok_response("done"), expected_request(prompt, 256))
     sleeps: list[float] = []
-    summarizer = BedrockSummarizer(MODEL, client=client, sleep=sleeps.append, jitter=False, base_delay=0.5)
+    summarizer = BedrockSummarizer(
+        MODEL, client=client, max_attempts=3, sleep=sleeps.append, jitter=False, base_delay=0.5
+    )
     # When it summarizes
     summary = summarizer(prompt)
     # Then it retried twice with exponential waits and returned the text
@@ -193,7 +195,7 @@ def test_client_is_created_lazily(monkeypatch: pytest.MonkeyPatch) -> None:
     assert summarizer.client is first
     assert len(created) == 1
     assert created[0][0] == "bedrock-runtime"
-    assert created[0][1].retries == {"mode": "standard"}
+    assert created[0][1].retries == {"mode": "standard", "total_max_attempts": 3}
 
 
 @pytest.mark.parametrize(

@@ -39,7 +39,9 @@ def persistence_layer(table: str) -> DynamoDBPersistenceLayer:
     """Built on first use: the layer creates its boto3 client in ``__init__``."""
     from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
-    return DynamoDBPersistenceLayer(table_name=table)
+    from threadloom.aws_clients import client_config
+
+    return DynamoDBPersistenceLayer(table_name=table, boto_config=client_config())
 
 
 def record_key(*parts: str) -> str:

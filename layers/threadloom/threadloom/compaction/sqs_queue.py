@@ -18,10 +18,10 @@ import json
 import logging
 from typing import TYPE_CHECKING
 
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from threadloom import correlation
+from threadloom.aws_clients import client_config
 from threadloom.errors import StorageUnavailableError, ValidationError
 
 if TYPE_CHECKING:
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MAX_GROUP_ID_LENGTH = 128
-_CLIENT_CONFIG = Config(retries={"mode": "standard"})
 _MISSING_QUEUE_CODES = frozenset({"AWS.SimpleQueueService.NonExistentQueue", "QueueDoesNotExist"})
 
 
@@ -42,7 +41,7 @@ def default_sqs_client() -> SQSClient:
     """The process-wide SQS client used when none is injected, built on first use (never at import)."""
     import boto3
 
-    return boto3.session.Session().client("sqs", config=_CLIENT_CONFIG)
+    return boto3.session.Session().client("sqs", config=client_config())
 
 
 def message_group_id(request: CompactionRequest) -> str:

@@ -22,11 +22,12 @@ EXPORT_PREFIX = "exports/"
 
 @functools.cache
 def aws_client(service: str) -> Any:
-    """One lazily built boto3 client per service for the process (standard retries)."""
+    """One lazily built boto3 client per service for the process (timeouts and standard retries)."""
     import boto3
-    from botocore.config import Config
 
-    return boto3.session.Session().client(service, config=Config(retries={"mode": "standard"}))  # type: ignore[call-overload]
+    from threadloom.aws_clients import client_config
+
+    return boto3.session.Session().client(service, config=client_config())  # type: ignore[call-overload]
 
 
 def export_object_prefix(namespace: str, session_id: str) -> str:

@@ -16,9 +16,9 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from threadloom.aws_clients import client_config
 from threadloom.errors import StorageUnavailableError, ValidationError
 
 if TYPE_CHECKING:
@@ -37,7 +37,6 @@ MAX_ITEM_BYTES = 400 * 1024
 
 _MAX_KEY_BYTES = 2048
 _FREEZE_ATTEMPTS = 3
-_CLIENT_CONFIG = Config(retries={"mode": "standard"})
 _FREEZE_CONDITION = "attribute_not_exists(#pk) OR attribute_not_exists(#prompt) OR #expires <= :now"
 
 
@@ -46,7 +45,7 @@ def default_dynamodb_client() -> DynamoDBClient:
     """The process-wide DynamoDB client used when none is injected, built on first use (never at import)."""
     import boto3
 
-    return boto3.session.Session().client("dynamodb", config=_CLIENT_CONFIG)
+    return boto3.session.Session().client("dynamodb", config=client_config())
 
 
 class DynamoDBPromptStore:

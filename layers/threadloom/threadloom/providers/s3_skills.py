@@ -33,7 +33,6 @@ from email.errors import HeaderParseError
 from email.header import decode_header, make_header
 from typing import TYPE_CHECKING
 
-from botocore.config import Config
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
@@ -42,6 +41,7 @@ from botocore.exceptions import (
     PartialCredentialsError,
 )
 
+from threadloom.aws_clients import client_config
 from threadloom.errors import SkillStoreError, StorageUnavailableError, ThreadloomError, ValidationError
 from threadloom.providers.local_skills import MAX_KEY_BYTES, validate_skill_key
 
@@ -57,7 +57,6 @@ DESCRIPTION_METADATA_KEY = "description"
 MAX_METADATA_BYTES = 2048
 """S3's limit on user metadata: the UTF-8 bytes of every key plus every value."""
 
-_CLIENT_CONFIG = Config(retries={"mode": "standard"})
 _MISSING_OBJECT_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 _DENIED_CODES = frozenset(
     {"AccessDenied", "AllAccessDisabled", "InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken"}
@@ -76,7 +75,7 @@ def default_s3_client() -> S3Client:
     """
     import boto3
 
-    return boto3.session.Session().client("s3", config=_CLIENT_CONFIG)
+    return boto3.session.Session().client("s3", config=client_config())
 
 
 def encode_description(description: str) -> str:

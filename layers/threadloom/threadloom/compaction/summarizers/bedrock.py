@@ -2,9 +2,9 @@
 
 The client is created on first use, never at import, so importing Threadloom
 costs nothing in a Lambda cold start that does not compact. Throttling and
-transient service errors are retried with exponential backoff (the sleep is
-injectable so tests run instantly); every other failure, and any response
-without usable text, surfaces as :class:`~threadloom.errors.CompactionError`.
+transient service errors are retried by botocore's standard retry mode, with
+the timeouts of :mod:`threadloom.aws_clients`; every other failure, and any
+response without usable text, surfaces as :class:`~threadloom.errors.CompactionError`.
 """
 
 from __future__ import annotations
@@ -65,8 +65,11 @@ class BedrockSummarizer:
 
     ``max_tokens`` fixes the output limit; when omitted it is derived from the
     prompt's budget (see :func:`derive_max_tokens`, at most ``max_tokens_cap``).
-    ``max_attempts`` counts the first call; waits grow from ``base_delay`` and
-    never exceed ``max_delay``. ``sleep`` and ``jitter`` exist for tests.
+    By default a call is retried only by botocore (standard mode, ``THREADLOOM_BEDROCK_MAX_ATTEMPTS``
+    attempts in all, ``threadloom.aws_clients``): retrying here as well would multiply the attempts and
+    the time a compaction may take. ``max_attempts`` above 1 adds attempts of this class around
+    botocore's, for a client configured without retries; waits grow from ``base_delay`` and never exceed
+    ``max_delay``. ``sleep`` and ``jitter`` exist for tests.
     """
 
     def __init__(
@@ -77,7 +80,7 @@ class BedrockSummarizer:
         max_tokens: int | None = None,
         temperature: float = 0.0,
         system_prompt: str | None = None,
-        max_attempts: int = 4,
+        max_attempts: int = 1,
         max_tokens_cap: int = 8192,
         base_delay: float = 0.5,
         max_delay: float = 8.0,
@@ -107,14 +110,15 @@ class BedrockSummarizer:
 
     @property
     def client(self) -> BedrockRuntimeClient:
-        """The Bedrock Runtime client, created on first use with botocore's standard retry mode."""
+        """The Bedrock Runtime client, created on first use: botocore's standard retries and timeouts (aws_clients)."""
         if self._client is None:
             with self._client_lock:
                 if self._client is None:
                     import boto3
-                    from botocore.config import Config
 
-                    self._client = boto3.client("bedrock-runtime", config=Config(retries={"mode": "standard"}))
+                    from threadloom.aws_clients import bedrock_config
+
+                    self._client = boto3.client("bedrock-runtime", config=bedrock_config())
         return self._client
 
     def build_request(self, prompt: str) -> ConverseRequestTypeDef:

@@ -431,7 +431,9 @@ def read_secret(secret_id: str, *, max_age: int, force_fetch: bool = False) -> d
 def _rds_client(region: str) -> RDSClient:
     import boto3
 
-    return boto3.client("rds", region_name=region)
+    from threadloom.aws_clients import client_config
+
+    return boto3.client("rds", region_name=region, config=client_config())
 
 
 # ------------------------------------------------------------------ errors
