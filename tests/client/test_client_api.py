@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from threadloom import (
     BlockLimitError,
@@ -17,7 +20,7 @@ from threadloom import (
     SqliteStore,
     ValidationError,
 )
-from threadloom.api.exceptions import PayloadTooLargeError
+from threadloom.api.exceptions import ForbiddenError, PayloadTooLargeError
 from threadloom.client import ThreadloomClient
 from threadloom.core.manager import SessionManager
 
@@ -209,3 +212,71 @@ def test_code_written_for_the_library_runs_against_the_api(client: ThreadloomCli
     via_api = converse(client)
     library = SessionManager.create(SqliteStore(str(server[1].parent.parent / "library.db")), namespace="local")
     assert converse(library) == via_api
+
+
+def test_status_legal_hold_export_and_import_round_trip(client: ThreadloomClient) -> None:
+    # Given a session with a short conversation
+    info = client.create("Archive me")
+    client.get_session(info.id).append_messages([msg("u1", "user", "Plot a course"), msg("a1", "assistant", "West")])
+    history = client.get_history(info.id)
+
+    # Then its status is readable, and a legal hold reads back on the session
+    status = client.status(info.id)
+    assert status["phase"] == "idle" and status["tokenEstimate"] > 0
+    held = client.set_legal_hold(info.id, True)
+    assert held.legal_hold is True and client.get(info.id).legal_hold is True  # type: ignore[union-attr]
+    assert client.set_legal_hold(info.id, False).legal_hold is False
+
+    # When it is exported, importing the file again changes nothing
+    exported = client.export_session(info.id)
+    assert exported.startswith(b"{") and b'"u1"' in exported
+    assert client.import_sessions(exported) == {"imported": [], "unchanged": [info.id], "messages": 0}
+
+    # And after the session is deleted, the file brings it back whole, with its ids
+    assert client.delete(info.id)
+    receipt = client.import_sessions(exported.decode("utf-8"))
+    assert receipt["imported"] == [info.id] and receipt["messages"] == 2
+    assert client.get_history(info.id) == history
+
+
+def test_erasing_a_subject_needs_the_admin_scope(client: ThreadloomClient) -> None:
+    # The local server's requests carry no scopes, so the API refuses and the client says why
+    with pytest.raises(ForbiddenError, match="scope"):
+        client.erase_subject("customer-42")
+
+
+def test_a_large_export_is_followed_to_its_presigned_url_without_credentials() -> None:
+    # Given an API that answers 303 with a link, and a file server standing in for S3
+    seen: list[dict[str, str]] = []
+
+    class Bucket(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append({key.lower(): value for key, value in self.headers.items()})
+            body = b'{"format": "threadloom-export"}\n'
+            self.send_response(200)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            return
+
+    bucket = ThreadingHTTPServer(("127.0.0.1", 0), Bucket)
+    threading.Thread(target=bucket.serve_forever, daemon=True).start()
+    link = f"http://127.0.0.1:{bucket.server_port}/exports/s1.jsonl?X-Amz-Signature=abc"
+
+    def api(request: httpx.Request) -> httpx.Response:
+        assert request.url.path == "/sessions/s1/export"
+        return httpx.Response(303, headers={"location": link}, json={"url": link, "expiresIn": 900, "bytes": 32})
+
+    try:
+        with ThreadloomClient("http://api.test", token="secret", transport=httpx.MockTransport(api)) as remote:
+            # When the client exports it
+            data = remote.export_session("s1")
+    finally:
+        bucket.shutdown()
+        bucket.server_close()
+
+    # Then it gets the file from the link, and never sends the bearer token to the bucket
+    assert data == b'{"format": "threadloom-export"}\n'
+    assert len(seen) == 1 and "authorization" not in seen[0]

@@ -141,6 +141,39 @@ class ThreadloomClient:
     def rename(self, session_id: str, name: str) -> SessionInfo:
         return wire.session_info(self._http.request("PATCH", path("sessions", session_id), body={"name": name}))
 
+    def set_legal_hold(self, session_id: str, hold: bool) -> SessionInfo:
+        """Keep the session through retention sweeps (``True``) or let it expire again."""
+        return wire.session_info(self._http.request("PATCH", path("sessions", session_id), body={"legalHold": hold}))
+
+    def status(self, session_id: str) -> dict[str, Any]:
+        """Phase, token estimate and threshold, and the latest compaction request (``GET .../status``)."""
+        return self.get_session(session_id).status()
+
+    # -------------------------------------------------------------- lifecycle
+
+    def export_session(self, session_id: str) -> bytes:
+        """The session's export file (JSON Lines, docs/export-format.md), following the API to S3 when it is large."""
+        response = self._http.send("GET", path("sessions", session_id, "export"))
+        if response.status_code == 303:
+            return self._http.download(response.json()["url"])
+        return response.content
+
+    def import_sessions(self, data: bytes | str) -> dict[str, Any]:
+        """Import an export file (all or nothing, ids kept); importing it again changes nothing."""
+        content = data.encode("utf-8") if isinstance(data, str) else data
+        response = self._http.send(
+            "POST", "/sessions/import", content=content, content_type="application/x-ndjson", idempotent=True
+        )
+        return dict(response.json())
+
+    def import_from_s3(self, key: str) -> dict[str, Any]:
+        """Import an export file already in the stack's export bucket."""
+        return dict(self._http.request("POST", "/sessions/import-from-s3", body={"key": key}, idempotent=True))
+
+    def erase_subject(self, subject_id: str) -> dict[str, Any]:
+        """Erase every session of a data subject (needs the admin scope); returns the receipt."""
+        return dict(self._http.request("POST", path("subjects", subject_id, "erase"), idempotent=True))
+
     def delete(self, session_id: str) -> bool:
         try:
             self._http.request("DELETE", path("sessions", session_id))

@@ -192,6 +192,10 @@ class RemoteSession:
             from_message_id=out["fromMessageId"], to_message_id=out["toMessageId"], summary=out["summary"]
         )
 
+    def status(self) -> dict[str, Any]:
+        """Phase, token estimate and threshold, and the latest compaction request with its state."""
+        return dict(self._http.request("GET", self._route("status")))
+
     def get_compactions(self) -> list[StoredCompaction]:
         out = self._http.request("GET", self._route("compactions"))
         return [wire.stored_compaction(item) for item in out["compactions"]]

@@ -200,14 +200,36 @@ class Transport:
         PUT/PATCH/DELETE/GET are and POST is not. Only such requests are retried when the first
         attempt might have been applied. Every POST carries a fresh key, the same on each retry.
         """
+        response = self.send(method, route, params=params, body=body, idempotent=idempotent)
+        return response.json() if response.content else None
+
+    def send(
+        self,
+        method: str,
+        route: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content: bytes | None = None,
+        content_type: str | None = None,
+        idempotent: bool | None = None,
+    ) -> httpx.Response:
+        """The raw answer of a request (JSON ``body`` or raw ``content``), retried as :meth:`request` says."""
         headers = {"idempotency-key": str(uuid.uuid4())} if method == "POST" else {}
+        if content_type is not None:
+            headers["content-type"] = content_type
         repeatable = method in SAFE_METHODS if idempotent is None else idempotent
         query = {key: value for key, value in (params or {}).items() if value is not None}
         attempt = 0
         while True:
             try:
                 response = self._http.request(
-                    method, route, params=query, json=body if body is not None else None, headers=headers
+                    method,
+                    route,
+                    params=query,
+                    json=body if body is not None and content is None else None,
+                    content=content,
+                    headers=headers,
                 )
             except httpx.TransportError as exc:
                 never_sent = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
@@ -227,7 +249,18 @@ class Transport:
                 continue
             if status >= 400:
                 raise error_for(response)
-            return response.json() if response.content else None
+            return response
+
+    def download(self, url: str) -> bytes:
+        """An absolute URL the API pointed at (a presigned S3 link): fetched without our credentials."""
+        where = url.partition("?")[0]  # never log the signature
+        try:
+            response = httpx.get(url, timeout=self._http.timeout)
+        except httpx.TransportError as exc:
+            raise ServiceUnreachableError(f"GET {where} failed: {exc}") from exc
+        if response.status_code >= 400:
+            raise ServiceUnreachableError(f"GET {where} answered {response.status_code}")
+        return response.content
 
 
 __all__ = [

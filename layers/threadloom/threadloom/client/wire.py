@@ -20,6 +20,8 @@ def session_info(body: dict[str, Any]) -> SessionInfo:
         end_reason=body.get("endReason"),
         created_at=body["createdAt"],
         updated_at=body["updatedAt"],
+        subject_id=body.get("subjectId"),
+        legal_hold=bool(body.get("legalHold", False)),
     )
 
 
