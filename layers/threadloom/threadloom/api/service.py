@@ -7,9 +7,6 @@ belongs to the manager's namespace: another tenant's session is simply not found
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from typing import TYPE_CHECKING, Any
 
 from threadloom.api.models import (
@@ -38,6 +35,7 @@ from threadloom.api.models import (
     ToolCallOut,
     ToolsOut,
 )
+from threadloom.api.paging import decode_cursor, encode_cursor, page_size
 from threadloom.compaction.markers import COMPACTION_PREFIX
 from threadloom.compaction.queue import CompactionRequest
 from threadloom.compaction.tracking import TrackedCompactionQueue
@@ -64,27 +62,6 @@ CONTEXT_WRITING_TOOLS = frozenset({"set_context", "load_context", "unload_contex
 """Model tools whose call may change the session's context, which live viewers are told about."""
 
 # ------------------------------------------------------------------ helpers
-
-
-def encode_cursor(data: dict[str, Any]) -> str:
-    """An opaque, URL-safe cursor."""
-    raw = json.dumps(data, separators=(",", ":")).encode("utf-8")
-    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
-
-
-def decode_cursor(cursor: str) -> dict[str, Any]:
-    try:
-        padded = cursor + "=" * (-len(cursor) % 4)
-        data = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
-    except (ValueError, binascii.Error, UnicodeError) as exc:
-        raise ValidationError("Invalid cursor") from exc
-    if not isinstance(data, dict):
-        raise ValidationError("Invalid cursor")
-    return data
-
-
-def page_size(limit: int | None, limits: Limits) -> int:
-    return limits.page_size(limit)
 
 
 def require_session(manager: SessionManager, session_id: str) -> Session:
