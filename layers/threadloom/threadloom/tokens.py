@@ -7,6 +7,7 @@ It deliberately is not a real tokenizer; it must agree with the reference exactl
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -15,6 +16,8 @@ from threadloom.jscompat import JS_WHITESPACE_RUN, compact_json, js_string, utf1
 CHARS_PER_TOKEN = 4
 WORDS_TOKEN_MULTIPLIER = 1.3
 TOKENS_PER_MESSAGE = 4
+# ASCII characters str.split() treats as whitespace and JavaScript's \s does not.
+_PYTHON_ONLY_ASCII_SPACE = re.compile("[\x1c-\x1f]")
 
 
 def estimate_string_tokens(text: str | None) -> int:
@@ -22,7 +25,10 @@ def estimate_string_tokens(text: str | None) -> int:
     if not text:
         return 0
     chars = utf16_length(text) / CHARS_PER_TOKEN
-    words = sum(1 for piece in JS_WHITESPACE_RUN.split(text) if piece)
+    if text.isascii() and _PYTHON_ONLY_ASCII_SPACE.search(text) is None:
+        words = len(text.split())  # same words as JS's \s here, five times faster than the regex
+    else:
+        words = sum(1 for piece in JS_WHITESPACE_RUN.split(text) if piece)
     return math.ceil(max(chars, words * WORDS_TOKEN_MULTIPLIER))
 
 

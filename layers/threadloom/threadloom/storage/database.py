@@ -6,6 +6,7 @@ dict of named parameters and each backend keeps its SQL text in one module.
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -40,7 +41,8 @@ class Database(Protocol):
 
 def utc_now() -> str:
     """Timestamps are ISO-8601 UTC with milliseconds, identical on every backend."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    now = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now * 1000) % 1000:03d}Z"
 
 
 def to_timestamp_text(value: Any) -> str:

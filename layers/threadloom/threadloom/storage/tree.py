@@ -26,7 +26,6 @@ from threadloom.errors import CompactionAlreadyStoredError, ConflictError, NotFo
 from threadloom.records import OMITTED, AppendResult, Message, Omitted, SearchResult, StoredCompaction
 from threadloom.search import searchable_text
 from threadloom.storage.database import to_timestamp_text, utc_now
-from threadloom.storage.values import text_problem
 from threadloom.tokens import estimate_message_tokens, estimate_single_message_tokens
 
 if TYPE_CHECKING:
@@ -212,9 +211,7 @@ class SqlSessionProvider:
         if existing:
             return AppendResult(id=message_id, parent_id=existing[0][0], inserted=False)
         if expected_leaf_id is not None and expected_leaf_id != leaf_id:
-            raise ConflictError(
-                f"Expected the latest leaf to be {expected_leaf_id!r} but it is {leaf_id!r}; reload and retry"
-            )
+            raise leaf_moved(expected_leaf_id, leaf_id)
         parent = leaf_id if isinstance(parent_id, Omitted) else (parent_id or None)
         depth, path_tokens = 0, prepared.tokens
         if parent is not None:
@@ -547,9 +544,7 @@ class _PreparedMessage:
             self.text = searchable_text(message)
         except RecursionError:
             raise ValidationError(f"Message {self.id!r} is nested too deeply to store") from None
-        problem = text_problem(self.content) or text_problem(self.text)
-        if problem is not None:
-            raise ValidationError(f"Message {self.id!r} cannot be stored: its text {problem}")
+        # validate_message already refused NUL characters and lone surrogates in every string.
 
 
 class CompactionFence:
@@ -560,6 +555,11 @@ class CompactionFence:
     def __init__(self, leaf_id: str, latest_compaction_id: str | None) -> None:
         self.leaf_id = leaf_id
         self.latest_compaction_id = latest_compaction_id
+
+
+def leaf_moved(expected_leaf_id: str, leaf_id: str | None) -> ConflictError:
+    """The refusal of a write made against a leaf that is no longer the latest."""
+    return ConflictError(f"Expected the latest leaf to be {expected_leaf_id!r} but it is {leaf_id!r}; reload and retry")
 
 
 def _stored_compaction(row: Row) -> StoredCompaction:

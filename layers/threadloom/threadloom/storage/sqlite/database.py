@@ -109,6 +109,10 @@ class SqliteDatabase:
     def connection(self) -> sqlite3.Connection:
         return self._connection
 
+    @property
+    def busy_timeout(self) -> float:
+        return self._busy_timeout
+
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[SqliteExecutor]:
         with self._lock:

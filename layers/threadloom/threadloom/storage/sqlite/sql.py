@@ -31,6 +31,21 @@ class SqliteSql(SqlDialect):
     )
     # BEGIN IMMEDIATE already holds the database write lock, so no row lock is needed.
     lock_head = "SELECT leaf_id, next_seq FROM threadloom_session_heads WHERE session_id = :sid"
+    # Everything an append needs to know, in one read: the head, a duplicate, the parent, an overlay end.
+    append_context = (
+        "SELECT h.leaf_id, COALESCE(h.next_seq, 1), e.id IS NOT NULL, e.parent_id, "
+        "p.id IS NOT NULL, p.depth, p.path_tokens, EXISTS (SELECT 1 FROM threadloom_compactions c "
+        "WHERE c.session_id = :sid AND c.to_message_id = :id) "
+        "FROM (SELECT 1) AS one "
+        "LEFT JOIN threadloom_session_heads h ON h.session_id = :sid "
+        "LEFT JOIN threadloom_messages e ON e.session_id = :sid AND e.id = :id "
+        "LEFT JOIN threadloom_messages p ON p.session_id = :sid "
+        "AND p.id = CASE WHEN :explicit THEN :parent ELSE h.leaf_id END"
+    )
+    upsert_head = (
+        "INSERT INTO threadloom_session_heads (session_id, leaf_id, next_seq) VALUES (:sid, :leaf, :next_seq) "
+        "ON CONFLICT (session_id) DO UPDATE SET leaf_id = excluded.leaf_id, next_seq = excluded.next_seq"
+    )
     set_head = "UPDATE threadloom_session_heads SET leaf_id = :leaf, next_seq = :next_seq WHERE session_id = :sid"
     set_head_seq_only = "UPDATE threadloom_session_heads SET next_seq = :next_seq WHERE session_id = :sid"
     set_head_leaf_only = "UPDATE threadloom_session_heads SET leaf_id = :leaf WHERE session_id = :sid"
@@ -97,6 +112,7 @@ class SqliteSql(SqlDialect):
         "INSERT INTO threadloom_message_fts (rowid, content) "
         "SELECT rowid, :text FROM threadloom_messages WHERE session_id = :sid AND id = :id AND :text <> ''"
     )
+    index_row = "INSERT INTO threadloom_message_fts (rowid, content) VALUES (?, ?)"
     unindex_message = (
         "DELETE FROM threadloom_message_fts WHERE rowid = "
         "(SELECT rowid FROM threadloom_messages WHERE session_id = :sid AND id = :id)"

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from threadloom.storage.sqlite.database import DEFAULT_BUSY_TIMEOUT_S, DEFAULT_SYNCHRONOUS, SqliteDatabase
 from threadloom.storage.sqlite.sql import SqliteSql
+from threadloom.storage.sqlite.tree import SqliteSessionProvider
 from threadloom.storage.store import SqlStore
 
 if TYPE_CHECKING:
@@ -43,6 +44,11 @@ class SqliteStore(SqlStore):
             SqliteDatabase(path_or_connection, busy_timeout=busy_timeout, synchronous=synchronous),
             auto_migrate=auto_migrate,
         )
+
+    def session_provider(self, session_id: str = "") -> SqliteSessionProvider:
+        database = self._ready()
+        assert isinstance(database, SqliteDatabase)
+        return SqliteSessionProvider(database, session_id)
 
     def close(self) -> None:
         database = self.database

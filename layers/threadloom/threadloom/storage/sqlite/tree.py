@@ -1,0 +1,91 @@
+"""The message tree on SQLite: the shared SQL logic with an append of four statements.
+
+The shared :class:`SqlSessionProvider` spends eight statements on an append (head, lock,
+overlay targets, duplicate check, parent, row, full-text row, head update). On SQLite
+each one is a trip through the sqlite3 module, so here one read answers all the
+questions at once and the full-text row is keyed by the new row's ``rowid`` without a
+lookup: read, insert, index, head upsert. The rare append whose id ends a compaction
+overlay (its running estimate must be rebuilt) goes through the shared code.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import TYPE_CHECKING
+
+from threadloom.errors import NotFoundError
+from threadloom.records import OMITTED, AppendResult, Message, Omitted
+from threadloom.storage.database import utc_now
+from threadloom.storage.sqlite.database import translate_sqlite_error
+from threadloom.storage.sqlite.sql import SqliteSql
+from threadloom.storage.tree import SqlSessionProvider, _PreparedMessage, leaf_moved
+
+if TYPE_CHECKING:
+    from threadloom.storage.sqlite.database import SqliteDatabase
+
+
+class SqliteSessionProvider(SqlSessionProvider):
+    """Session storage for one session id on SQLite (same observable behaviour as PostgreSQL)."""
+
+    _database: SqliteDatabase
+
+    def __init__(self, database: SqliteDatabase, session_id: str) -> None:
+        super().__init__(database, SqliteSql, session_id)
+
+    def append_message(
+        self,
+        message: Message,
+        parent_id: str | Omitted | None = OMITTED,
+        *,
+        expected_leaf_id: str | None = None,
+    ) -> AppendResult:
+        """Insert ``message`` under the write lock; a message id already stored is a no-op (first write wins)."""
+        prepared = _PreparedMessage(message)
+        explicit = not isinstance(parent_id, Omitted)
+        requested_parent = parent_id if isinstance(parent_id, str) and parent_id else None
+        with self._database.write() as tx:
+            context = tx.query(
+                SqliteSql.append_context,
+                self._params(id=prepared.id, parent=requested_parent, explicit=explicit),
+            )[0]
+            leaf_id, next_seq, existing, existing_parent, parent_found, parent_depth, parent_path_tokens, target = (
+                context
+            )
+            if existing:
+                return AppendResult(id=prepared.id, parent_id=existing_parent, inserted=False)
+            if expected_leaf_id is not None and expected_leaf_id != leaf_id:
+                raise leaf_moved(expected_leaf_id, leaf_id)
+            if target:  # re-appending the end of an overlay: the shared path rebuilds the estimates
+                result = self._insert(
+                    tx, prepared, parent_id, leaf_id=leaf_id, seq=next_seq, targets={prepared.id}, expected_leaf_id=None
+                )
+                tx.execute(SqliteSql.upsert_head, self._params(leaf=result.id, next_seq=next_seq + 1))
+                return result
+            parent = requested_parent if explicit else leaf_id
+            depth, path_tokens = 0, prepared.tokens
+            if parent is not None:
+                if not parent_found:
+                    raise NotFoundError(f"Parent message {parent!r} not found in session {self.session_id!r}")
+                depth, path_tokens = parent_depth + 1, parent_path_tokens + prepared.tokens
+            connection = self._database.connection
+            try:
+                row_id = connection.execute(
+                    SqliteSql.insert_message,
+                    self._params(
+                        id=prepared.id,
+                        seq=next_seq,
+                        parent_id=parent,
+                        role=prepared.role,
+                        content=prepared.content,
+                        depth=depth,
+                        tokens=prepared.tokens,
+                        path_tokens=path_tokens,
+                        created_at=utc_now(),
+                    ),
+                ).lastrowid
+                if prepared.text:
+                    connection.execute(SqliteSql.index_row, (row_id, prepared.text))
+                connection.execute(SqliteSql.upsert_head, self._params(leaf=prepared.id, next_seq=next_seq + 1))
+            except sqlite3.Error as error:
+                raise translate_sqlite_error(error, self._database.busy_timeout) from error
+        return AppendResult(id=prepared.id, parent_id=parent, inserted=True, path_tokens=path_tokens)
