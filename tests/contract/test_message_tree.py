@@ -45,6 +45,30 @@ def test_explicit_parent_creates_a_branch_that_becomes_active(store: Any) -> Non
     assert session.get_latest_leaf() == text_message("a1b", role="assistant")
 
 
+def test_branch_pages_follow_the_keyset_in_insertion_order(store: Any) -> None:
+    # Given a message with seven children, one of them re-parented there by a delete
+    session = new_session(store)
+    session.append_message(text_message("root"))
+    session.append_message(text_message("mid"), "root")
+    session.append_message(text_message("under-mid"), "mid")
+    for index in range(5):
+        session.append_message(text_message(f"c{index}"), "root")
+    session.append_message(text_message("grandchild"), "c0")
+    session.delete_messages(["mid"])
+    # When reading pages of three, each resuming after the last seq returned
+    pages: list[list[str]] = []
+    after = 0
+    while page := session.get_branch_page("root", after_seq=after, limit=3):
+        pages.append([message["id"] for _, message in page])
+        seqs = [seq for seq, _ in page]
+        assert seqs == sorted(seqs) and seqs[0] > after
+        after = seqs[-1]
+    # Then every child comes once, in the order of get_branches, and nothing else does
+    assert pages == [["under-mid", "c0", "c1"], ["c2", "c3", "c4"]]
+    assert [child for page in pages for child in page] == ids(session.get_branches("root"))
+    assert session.get_branch_page("c4", after_seq=0, limit=3) == []
+
+
 def test_unknown_parent_is_refused(store: Any) -> None:
     session = new_session(store)
     with pytest.raises(NotFoundError, match="nope"):

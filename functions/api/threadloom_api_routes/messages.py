@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Body, Header
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 from aws_lambda_powertools.metrics import MetricUnit
 from threadloom.api import service
-from threadloom.api.models import AppendIn, AppendOut, Deleted, LeafOut, MessageList, MessageOut, MessageUpdate
+from threadloom.api.models import AppendIn, AppendOut, BranchPage, Deleted, LeafOut, MessageOut, MessageUpdate
 from threadloom.api.observability import metrics
 
 from threadloom_api_routes.common import BODY, SESSION, idempotent_write, limits, manager, new_router, responses
@@ -86,13 +86,18 @@ def delete_message(sessionId: str, messageId: str) -> Deleted:
 
 @router.get(
     "/sessions/<sessionId>/messages/<messageId>/branches",
-    summary="Children of a message",
+    summary="Children of a message, oldest first, paginated",
     tags=["messages"],
     operation_id="listBranches",
-    responses=responses(200, MessageList, "The message's children", *SESSION),
+    responses=responses(200, BranchPage, "One page of the message's children", *SESSION),
 )
-def branches(sessionId: str, messageId: str) -> MessageList:
-    return service.branches(manager(router), sessionId, messageId)
+def branches(
+    sessionId: str,
+    messageId: str,
+    limit: Annotated[int | None, Query(ge=1)] = None,
+    cursor: Annotated[str | None, Query()] = None,
+) -> BranchPage:
+    return service.branches(manager(router), sessionId, messageId, limits(), limit=limit, cursor=cursor)
 
 
 @router.get(

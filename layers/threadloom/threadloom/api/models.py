@@ -192,6 +192,13 @@ class MessageList(ApiModel):
     messages: list[dict[str, Any]]
 
 
+class BranchPage(ApiModel):
+    """One page of a message's children, oldest first; pass ``nextCursor`` back as ``cursor`` for the next."""
+
+    messages: list[dict[str, Any]]
+    next_cursor: str | None = None
+
+
 class LeafOut(ApiModel):
     message: dict[str, Any] | None
 
@@ -241,7 +248,11 @@ class SearchHit(ApiModel):
 
 
 class SearchOut(ApiModel):
+    """Hits best first. ``truncated``: more hits matched than fit in one response (its byte cap), so
+    fewer than ``limit`` came back although more exist; narrow the query or lower ``limit``."""
+
     results: list[SearchHit]
+    truncated: bool = False
 
 
 # ----------------------------------------------------- fork, split, compact

@@ -13,6 +13,7 @@ from threadloom.api.models import (
     AppendOut,
     BlockUsage,
     BranchOut,
+    BranchPage,
     BranchPointList,
     BranchPointOut,
     CompactionList,
@@ -35,7 +36,7 @@ from threadloom.api.models import (
     ToolCallOut,
     ToolsOut,
 )
-from threadloom.api.paging import decode_cursor, encode_cursor, page_size
+from threadloom.api.paging import count_within_bytes, decode_cursor, encode_cursor, item_budget, json_size, page_size
 from threadloom.compaction.markers import COMPACTION_PREFIX
 from threadloom.compaction.queue import CompactionRequest
 from threadloom.compaction.tracking import TrackedCompactionQueue
@@ -54,7 +55,7 @@ if TYPE_CHECKING:
     from threadloom.core.limits import Limits
     from threadloom.core.manager import SessionManager
     from threadloom.core.session import Session
-    from threadloom.records import Message, Omitted
+    from threadloom.records import Message, Omitted, SearchResult, SessionInfo
     from threadloom.tools.base import Tool
 
 
@@ -112,8 +113,18 @@ def open_session(
 
 
 def list_sessions(manager: SessionManager, limits: Limits, *, limit: int | None, cursor: str | None) -> SessionPage:
-    sessions, next_cursor = manager.list_page(limit=page_size(limit, limits), cursor=cursor or None)
+    """A keyset page cut at ``limit`` or the response byte budget, whichever comes first."""
+    budget = item_budget(limits)
+
+    def fit(infos: list[SessionInfo]) -> int:
+        return count_within_bytes([SessionOut.of(info) for info in infos], budget, size_of=_model_size)
+
+    sessions, next_cursor = manager.list_page(limit=page_size(limit, limits), cursor=cursor or None, fit=fit)
     return SessionPage(sessions=[SessionOut.of(info) for info in sessions], next_cursor=next_cursor)
+
+
+def _model_size(model: Any) -> int:
+    return json_size(model.model_dump(mode="json", by_alias=True))
 
 
 def get_session(manager: SessionManager, session_id: str) -> SessionOut:
@@ -213,10 +224,27 @@ def delete_message(manager: SessionManager, session_id: str, message_id: str) ->
     manager.delete_messages(session_id, [message_id])
 
 
-def branches(manager: SessionManager, session_id: str, message_id: str) -> MessageList:
+def branches(
+    manager: SessionManager, session_id: str, message_id: str, limits: Limits, *, limit: int | None, cursor: str | None
+) -> BranchPage:
+    """One page of the children, cut at ``limit`` or the response byte budget; the cursor is the last child's seq."""
     session = require_session(manager, session_id)
+    after_seq = 0
+    if cursor:
+        state = decode_cursor(cursor)
+        stored_seq = state.get("s")
+        if isinstance(stored_seq, bool) or not isinstance(stored_seq, int) or stored_seq < 0:
+            raise ValidationError("Invalid cursor")
+        if state.get("p") != message_id:
+            raise ValidationError("The cursor belongs to the children of another message")
+        after_seq = stored_seq
     _require_message(session, session_id, message_id)
-    return MessageList(messages=session.get_branches(message_id))
+    size = page_size(limit, limits)
+    rows = session.get_branch_page(message_id, after_seq=after_seq, limit=size + 1)
+    fitting = count_within_bytes([message for _, message in rows[:size]], item_budget(limits))
+    page = rows[:fitting]
+    next_cursor = encode_cursor({"p": message_id, "s": page[-1][0]}) if len(rows) > fitting else None
+    return BranchPage(messages=[message for _, message in page], next_cursor=next_cursor)
 
 
 def history(
@@ -282,12 +310,23 @@ def search_session(
     manager: SessionManager, session_id: str, query: str, limit: int | None, limits: Limits
 ) -> SearchOut:
     hits = require_session(manager, session_id).search(query, limit=_search_limit(limit, limits))
-    return SearchOut(results=[SearchHit.of(hit) for hit in hits])
+    return _search_out(hits, limits)
 
 
 def search_all(manager: SessionManager, query: str, limit: int | None, limits: Limits) -> SearchOut:
     hits = manager.search(query, limit=_search_limit(limit, limits))
-    return SearchOut(results=[SearchHit.of(hit) for hit in hits])
+    return _search_out(hits, limits)
+
+
+def _search_out(hits: list[SearchResult], limits: Limits) -> SearchOut:
+    """The best hits that fit in the response byte budget; ``truncated`` says some were left out.
+
+    A hit carries up to a whole message's text, so 100 of them could pass Lambda's 6 MB; ranked
+    results have no cheap keyset, hence a flag rather than a cursor.
+    """
+    results = [SearchHit.of(hit) for hit in hits]
+    fitting = count_within_bytes(results, item_budget(limits), size_of=_model_size)
+    return SearchOut(results=results[:fitting], truncated=fitting < len(results))
 
 
 def _search_limit(limit: int | None, limits: Limits) -> int:

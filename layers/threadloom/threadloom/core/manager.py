@@ -287,9 +287,18 @@ class SessionManager:
         """Every session of the namespace, most recent activity first."""
         return self._registry.list()  # type: ignore[no-any-return]
 
-    def list_page(self, *, limit: int, cursor: str | None = None) -> tuple[builtins.list[SessionInfo], str | None]:
-        """A page of :meth:`list` and the cursor of the next page (None when this is the last)."""
-        return self._registry.list_page(limit=limit, cursor=cursor)  # type: ignore[no-any-return]
+    def list_page(
+        self,
+        *,
+        limit: int,
+        cursor: str | None = None,
+        fit: Callable[[builtins.list[SessionInfo]], int] | None = None,
+    ) -> tuple[builtins.list[SessionInfo], str | None]:
+        """A page of :meth:`list` and the cursor of the next page (None when this is the last).
+
+        ``fit(sessions)`` may cut the page shorter (how many to keep, e.g. by response bytes).
+        """
+        return self._registry.list_page(limit=limit, cursor=cursor, fit=fit)  # type: ignore[no-any-return]
 
     def count(self) -> int:
         return self._registry.count()  # type: ignore[no-any-return]

@@ -97,7 +97,18 @@ export const api = {
     return request("GET", `/sessions/${enc(id)}/history?${query}`, undefined, options);
   },
   leaf: (id) => request("GET", `/sessions/${enc(id)}/leaf`),
-  children: (id, messageId) => request("GET", `/sessions/${enc(id)}/messages/${enc(messageId)}/branches`),
+  /** Every child of a message: the endpoint pages them, so this follows `nextCursor` to the end. */
+  children: async (id, messageId) => {
+    const messages = [];
+    let cursor = null;
+    do {
+      const query = cursor ? `?cursor=${enc(cursor)}` : "";
+      const page = await request("GET", `/sessions/${enc(id)}/messages/${enc(messageId)}/branches${query}`);
+      messages.push(...page.messages);
+      cursor = page.nextCursor;
+    } while (cursor);
+    return { messages };
+  },
   branchPoints: (id) => request("GET", `/sessions/${enc(id)}/branch-points`),
   append: (id, message, parentId) =>
     request("POST", `/sessions/${enc(id)}/messages`, parentId ? { message, parentId } : { message }),

@@ -74,6 +74,12 @@ class SearchableSessionProvider(SessionProvider, Protocol):
     def search_messages(self, query: str, limit: int = 20) -> list[SearchResult]: ...
 
 
+class BranchPagingSessionProvider(Protocol):
+    """A session provider that reads one page of a message's children by keyset (both SQL backends)."""
+
+    def get_branch_page(self, message_id: str, *, after_seq: int, limit: int) -> list[tuple[int, Message]]: ...
+
+
 def _has_callable(provider: object, name: str) -> bool:
     return provider is not None and callable(getattr(provider, name, None))
 
@@ -94,6 +100,7 @@ def is_search_provider(provider: object) -> bool:
 
 
 __all__ = [
+    "BranchPagingSessionProvider",
     "ContextProvider",
     "SearchProvider",
     "SearchableSessionProvider",

@@ -34,6 +34,7 @@ class SqlDialect:
     update_message: ClassVar[str]
     delete_message: ClassVar[str]
     get_children: ClassVar[str]
+    get_children_page: ClassVar[str]
     get_child_ids: ClassVar[str]
     tree_skeleton: ClassVar[str]
     reparent_message: ClassVar[str]

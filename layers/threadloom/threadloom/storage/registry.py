@@ -12,6 +12,7 @@ from threadloom.storage.database import to_timestamp_text, utc_now
 
 if TYPE_CHECKING:
     import builtins
+    from collections.abc import Callable
 
     from threadloom.storage.database import Database, Executor, Row
     from threadloom.storage.dialect import SqlDialect
@@ -67,9 +68,18 @@ class SqlSessionRegistry:
         return self.list_page(limit=None)[0]
 
     def list_page(
-        self, *, limit: int | None, cursor: str | None = None
+        self,
+        *,
+        limit: int | None,
+        cursor: str | None = None,
+        fit: Callable[[builtins.list[SessionInfo]], int] | None = None,
     ) -> tuple[builtins.list[SessionInfo], str | None]:
-        """One page, newest activity first, and the opaque cursor of the next page (None at the end)."""
+        """One page, newest activity first, and the opaque cursor of the next page (None at the end).
+
+        A keyset read on ``(namespace, activity_seq, id)``: O(page) wherever the page starts. ``fit``
+        says how many of the rows read may be returned (the caller's byte budget); the cursor then
+        resumes right after the last one returned.
+        """
         params: dict[str, object] = {"namespace": self.namespace, "limit": NO_LIMIT if limit is None else limit}
         with self._database.read() as tx:
             if cursor is None:
@@ -77,8 +87,14 @@ class SqlSessionRegistry:
             else:
                 after_seq, after_id = _parse_cursor(cursor)
                 rows = tx.query(self._sql.list_sessions_after, {**params, "after_seq": after_seq, "after_id": after_id})
-        next_cursor = f"{rows[-1][11]}:{rows[-1][0]}" if rows and limit is not None and len(rows) == limit else None
-        return [_session_info(row) for row in rows], next_cursor
+        sessions = [_session_info(row) for row in rows]
+        more = bool(rows) and limit is not None and len(rows) == limit
+        if fit is not None and sessions:
+            kept = max(1, min(fit(sessions), len(sessions)))
+            more = more or kept < len(sessions)
+            rows, sessions = rows[:kept], sessions[:kept]
+        next_cursor = f"{rows[-1][11]}:{rows[-1][0]}" if more else None
+        return sessions, next_cursor
 
     def count(self) -> int:
         with self._database.read() as tx:

@@ -80,6 +80,15 @@ class SqlSessionProvider:
             rows = tx.query(self._sql.get_children, self._params(id=message_id))
         return [message for (content,) in rows if (message := parse_stored_message(content)) is not None]
 
+    def get_branch_page(self, message_id: str, *, after_seq: int, limit: int) -> list[tuple[int, Message]]:
+        """Up to ``limit`` children of ``message_id`` inserted after ``after_seq``, oldest first, with their seq.
+
+        A keyset read on the ``(session_id, parent_id, seq)`` index: O(page) however many children there are.
+        """
+        with self._database.read() as tx:
+            rows = tx.query(self._sql.get_children_page, self._params(id=message_id, after_seq=after_seq, limit=limit))
+        return _child_page(rows)
+
     def get_tree_skeleton(self) -> list[tuple[str, str | None]]:
         """Every message's ``(id, parent_id)`` in insertion order, without content (one query)."""
         with self._database.read() as tx:
@@ -570,6 +579,10 @@ def _stored_compaction(row: Row) -> StoredCompaction:
         to_message_id=row[3],
         created_at=to_timestamp_text(row[4]),
     )
+
+
+def _child_page(rows: list[Row] | list[list[Any]]) -> list[tuple[int, Message]]:
+    return [(int(seq), message) for seq, content in rows if (message := parse_stored_message(content)) is not None]
 
 
 def _search_result(row: Row) -> SearchResult:

@@ -79,6 +79,10 @@ class PostgresSql(SqlDialect):
     )
     delete_message = "DELETE FROM threadloom_messages WHERE session_id = :sid AND id = :id"
     get_children = "SELECT content FROM threadloom_messages WHERE session_id = :sid AND parent_id = :id ORDER BY seq"
+    get_children_page = (
+        "SELECT seq, content FROM threadloom_messages WHERE session_id = :sid AND parent_id = :id AND seq > :after_seq "
+        "ORDER BY seq LIMIT :limit"
+    )
     get_child_ids = "SELECT id FROM threadloom_messages WHERE session_id = :sid AND parent_id = :id ORDER BY seq"
     tree_skeleton = "SELECT id, parent_id FROM threadloom_messages WHERE session_id = :sid ORDER BY seq"
     reparent_message = "UPDATE threadloom_messages SET parent_id = :parent_id WHERE session_id = :sid AND id = :id"

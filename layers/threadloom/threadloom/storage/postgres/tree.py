@@ -24,7 +24,7 @@ from threadloom.storage.database import to_timestamp_text, utc_now
 from threadloom.storage.postgres.connection import sqlstate
 from threadloom.storage.postgres.sql import PostgresSql
 from threadloom.storage.registry import SqlSessionRegistry
-from threadloom.storage.tree import SqlSessionProvider, _PreparedMessage
+from threadloom.storage.tree import SqlSessionProvider, _child_page, _PreparedMessage
 
 if TYPE_CHECKING:
     import builtins
@@ -91,6 +91,11 @@ class PostgresSessionProvider(SqlSessionProvider):
     def get_branches(self, message_id: str) -> list[Message]:
         rows = self._one_read(PostgresSql.get_children, id=message_id)
         return [message for (content,) in rows if (message := parse_stored_message(content)) is not None]
+
+    def get_branch_page(self, message_id: str, *, after_seq: int, limit: int) -> list[tuple[int, Message]]:
+        return _child_page(
+            self._one_read(PostgresSql.get_children_page, id=message_id, after_seq=after_seq, limit=limit)
+        )
 
     def get_path_length(self, leaf_id: str | None = None) -> int:
         rows = self._one_read(PostgresSql.leaf_depth, leaf=leaf_id)
