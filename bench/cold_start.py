@@ -1,70 +1,147 @@
 """Cold-start import time of each Lambda handler, measured in fresh interpreters as Lambda starts them.
 
-Each sample is a new ``python`` process with the layer and the function folder on ``sys.path`` and the
-environment a deployed function has (so Tracer is on and patches botocore, as in Lambda); the figure is
-the time the ``import`` statement takes, .pyc files already compiled (as in a built layer). The bare
-imports of boto3 and Powertools are measured the same way, side by side, for reference.
+Targets (issue "A deploy that works", item 8): importing the API handler takes at most 400 ms and the
+compaction handler at most 250 ms, where a bare ``import boto3`` took about 190 ms; so the targets are
+also stated as ratios to ``import boto3`` (2.1x and 1.3x), which hold on a busy or slower machine too.
 
-    .venv/bin/python bench/cold_start.py [--runs 15]
+Each sample is a new ``python`` process whose ``sys.path`` and environment are those of a deployed function:
+the function folder and the Threadloom layer, copied to a temporary folder and compiled to ``.pyc`` exactly
+as ``sam build`` ships them (``compileall --invalidation-mode checked-hash``, see ``layers/threadloom/Makefile``),
+``LAMBDA_TASK_ROOT`` set (so Powertools' Tracer is on and patches botocore, as with ``Tracing: Active``) and
+the PostgreSQL backend selected. The figure is the time the ``import`` statement takes. Every round measures
+every subject once, in turn, so ``import boto3`` is measured under the same load as the handlers, and the
+ratios are taken within each round.
+
+    .venv/bin/python bench/cold_start.py [--runs 15] [--tracing off]
+
+``--tracing off`` measures a function deployed with ``POWERTOOLS_TRACE_DISABLED=true`` (no X-Ray SDK loaded).
+The last two lines show the same handlers when the layer and function ship without ``.pyc`` (every cold
+start then compiles Threadloom's modules, since Lambda's code folders are read-only).
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import os
+import py_compile
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYER = ROOT / "layers" / "threadloom"
+BASELINE_BOTO3_MS = 190.0
+"""What ``import boto3`` took where the targets were set; a target in ms over this is the target ratio."""
 ENVIRONMENT = {
     "AWS_LAMBDA_FUNCTION_NAME": "threadloom-bench",
+    "AWS_EXECUTION_ENV": "AWS_Lambda_python3.13",
     "AWS_REGION": "eu-west-1",
     "AWS_DEFAULT_REGION": "eu-west-1",
     "POWERTOOLS_METRICS_NAMESPACE": "Threadloom",
     "THREADLOOM_BACKEND": "postgres",
     "THREADLOOM_DB_AUTH": "iam",
     "THREADLOOM_DB_HOST": "proxy.example.internal",
+    "THREADLOOM_DB_MIGRATE": "false",
 }
-# (label, function folder, statement, target in ms or None)
-TARGETS: list[tuple[str, str | None, str, float | None]] = [
-    ("API handler (threadloom_api)", "functions/api", "import threadloom_api", 400.0),
-    ("compaction handler (threadloom_compaction)", "functions/compaction", "import threadloom_compaction", 250.0),
-    ("reference: import boto3", None, "import boto3", None),
-    ("reference: Powertools Logger + Metrics", None, "from aws_lambda_powertools import Logger, Metrics", None),
-    ("reference: Powertools Tracer() (X-Ray SDK)", None, "from aws_lambda_powertools import Tracer; Tracer()", None),
-]
 PROBE = "import sys, time; t = time.perf_counter(); exec(sys.argv[1]); print((time.perf_counter() - t) * 1000)"
 
 
-def sample(folder: str | None, statement: str, service: str) -> float:
-    paths = [str(ROOT / folder)] if folder else []
+@dataclass
+class Subject:
+    label: str
+    statement: str
+    function: str | None = None  # folder under functions/, whose copy is LAMBDA_TASK_ROOT
+    target_ms: float | None = None
+    compiled: bool = True
+    times: list[float] = field(default_factory=list)
+    ratios: list[float] = field(default_factory=list)
+
+
+def ship(destination: Path, *, compiled: bool) -> Path:
+    """Copy the layer and the functions as a build lays them out; compile them as ``sam build`` does."""
+    shutil.copytree(ROOT / "layers/threadloom/threadloom", destination / "opt/python/threadloom")
+    for function in ("api", "compaction"):
+        shutil.copytree(ROOT / "functions" / function, destination / function)
+    for folder in destination.iterdir():
+        for cache in folder.rglob("__pycache__"):
+            shutil.rmtree(cache, ignore_errors=True)
+        if compiled:
+            compileall.compile_dir(folder, quiet=1, invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+    return destination
+
+
+def sample(subject: Subject, shipped: Path, tracing: bool) -> float:
+    task_root = shipped / subject.function if subject.function else shipped / "opt"
     env = {
         "PATH": os.environ.get("PATH", ""),
-        "PYTHONPATH": os.pathsep.join([*paths, str(LAYER)]),
-        "POWERTOOLS_SERVICE_NAME": service,
+        "PYTHONPATH": os.pathsep.join([str(task_root), str(shipped / "opt/python")]),
+        "LAMBDA_TASK_ROOT": str(task_root),
+        "POWERTOOLS_SERVICE_NAME": f"threadloom-{subject.function or 'bench'}",
         **ENVIRONMENT,
     }
+    if not tracing:
+        env["POWERTOOLS_TRACE_DISABLED"] = "true"
+    if not subject.compiled:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"  # as on Lambda's read-only folders: compiled again on every start
     result = subprocess.run(
-        [sys.executable, "-c", PROBE, statement], env=env, capture_output=True, text=True, check=True, cwd="/"
+        [sys.executable, "-c", PROBE, subject.statement], env=env, capture_output=True, text=True, check=True, cwd="/"
     )
     return float(result.stdout.strip().splitlines()[-1])
 
 
+def verdict(subject: Subject) -> str:
+    if subject.target_ms is None:
+        return ""
+    ratio_target = subject.target_ms / BASELINE_BOTO3_MS
+    ratio = statistics.median(subject.ratios)
+    absolute = "met" if statistics.median(subject.times) <= subject.target_ms else "MISSED"
+    relative = "met" if ratio <= ratio_target else "MISSED"
+    return f"<= {subject.target_ms:.0f} ms {absolute}; <= {ratio_target:.1f}x boto3 {relative}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=15)
-    runs = parser.parse_args().runs
-    print(f"Median import time over {runs} fresh interpreters ({sys.version.split()[0]}, .pyc compiled)")
-    print(f"{'what':48} {'median':>9} {'min':>9} {'max':>9}  target")
-    for label, folder, statement, target in TARGETS:
-        sample(folder, statement, "threadloom-bench")  # compiles .pyc once, like a built layer
-        times = [sample(folder, statement, "threadloom-bench") for _ in range(runs)]
-        median = statistics.median(times)
-        verdict = "" if target is None else f"<= {target:.0f} ms {'met' if median <= target else 'MISSED'}"
-        print(f"{label:48} {median:7.1f}ms {min(times):7.1f}ms {max(times):7.1f}ms  {verdict}")
+    parser.add_argument("--runs", type=int, default=15, help="fresh interpreters per subject (default 15)")
+    parser.add_argument("--tracing", choices=("on", "off"), default="on", help="Tracer on as in Lambda (default)")
+    arguments = parser.parse_args()
+    tracing = arguments.tracing == "on"
+    boto3 = Subject("reference: import boto3", "import boto3")
+    subjects = [
+        Subject("API handler (threadloom_api)", "import threadloom_api", "api", 400.0),
+        Subject("compaction handler (threadloom_compaction)", "import threadloom_compaction", "compaction", 250.0),
+        boto3,
+        Subject("reference: Powertools Logger + Metrics", "from aws_lambda_powertools import Logger, Metrics"),
+        Subject("reference: Powertools Tracer (X-Ray SDK)", "import aws_lambda_powertools as p; p.Tracer()"),
+        Subject("API handler, shipped without .pyc", "import threadloom_api", "api", compiled=False),
+        Subject("compaction, shipped without .pyc", "import threadloom_compaction", "compaction", compiled=False),
+    ]
+    with tempfile.TemporaryDirectory() as compiled_dir, tempfile.TemporaryDirectory() as source_dir:
+        shipped = {True: ship(Path(compiled_dir), compiled=True), False: ship(Path(source_dir), compiled=False)}
+        for subject in subjects:  # warm the OS file cache and the venv's own .pyc once, untimed
+            sample(subject, shipped[subject.compiled], tracing)
+        for round_number in range(arguments.runs):
+            start = round_number % len(subjects)  # rotate the order so that no subject always runs first
+            for subject in subjects[start:] + subjects[:start]:
+                subject.times.append(sample(subject, shipped[subject.compiled], tracing))
+            for subject in subjects:
+                subject.ratios.append(subject.times[-1] / boto3.times[-1])
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    print(
+        f"Import time, median of {arguments.runs} fresh interpreters per line, interleaved "
+        f"(Python {sys.version.split()[0]}, tracing {arguments.tracing}, load average {load:.2f} at the end)"
+    )
+    print(f"{'what':44} {'median':>8} {'min':>8} {'max':>8} {'x boto3':>8}  target")
+    for subject in subjects:
+        times = subject.times
+        print(
+            f"{subject.label:44} {statistics.median(times):6.1f}ms {min(times):6.1f}ms {max(times):6.1f}ms "
+            f"{statistics.median(subject.ratios):7.2f}x  {verdict(subject)}"
+        )
+    print(f"(targets as ratios: target ms / {BASELINE_BOTO3_MS:.0f} ms, what import boto3 took where they were set)")
 
 
 if __name__ == "__main__":

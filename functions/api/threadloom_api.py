@@ -17,7 +17,7 @@ from threadloom.api.runtime import get_runtime
 from threadloom.errors import ThreadloomError
 from threadloom_api_errors import error_for, register_error_handlers
 from threadloom_api_routes import ROUTERS
-from threadloom_api_routes.common import SECURITY, SECURITY_SCHEMES
+from threadloom_api_routes.common import SECURITY, security_schemes
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -37,7 +37,7 @@ for router in ROUTERS:
 
 def openapi_document() -> dict[str, Any]:
     document = app.get_openapi_schema(
-        title=TITLE, version=VERSION, security_schemes=SECURITY_SCHEMES, security=SECURITY
+        title=TITLE, version=VERSION, security_schemes=security_schemes(), security=SECURITY
     ).model_dump(mode="json", by_alias=True, exclude_none=True)
     return with_error_envelope(document)
 

@@ -13,12 +13,10 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import ServiceError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError, ResponseValidationError
-from aws_lambda_powertools.utilities.idempotency.exceptions import (
-    IdempotencyAlreadyInProgressError,
-    IdempotencyValidationError,
-)
 from threadloom.api.exceptions import (
     ForbiddenError,
+    IdempotencyInProgressError,
+    IdempotencyKeyReusedError,
     PayloadTooLargeError,
     UnauthenticatedError,
     UnsupportedMediaTypeError,
@@ -50,9 +48,9 @@ MAPPING: tuple[tuple[type[Exception], HTTPStatus, str], ...] = (
     (UnauthenticatedError, HTTPStatus.UNAUTHORIZED, "unauthorized"),
     (ForbiddenError, HTTPStatus.FORBIDDEN, "forbidden"),
     (NotFoundError, HTTPStatus.NOT_FOUND, "not_found"),
+    (IdempotencyKeyReusedError, HTTPStatus.CONFLICT, "idempotency_key_reused"),
+    (IdempotencyInProgressError, HTTPStatus.CONFLICT, "idempotency_in_progress"),
     (ConflictError, HTTPStatus.CONFLICT, "conflict"),
-    (IdempotencyValidationError, HTTPStatus.CONFLICT, "idempotency_key_reused"),
-    (IdempotencyAlreadyInProgressError, HTTPStatus.CONFLICT, "idempotency_in_progress"),
     (ReadOnlyBlockError, HTTPStatus.CONFLICT, "read_only_block"),
     (BlockLimitError, HTTPStatus.CONFLICT, "block_limit_exceeded"),
     (QuotaExceededError, HTTPStatus.CONFLICT, "quota_exceeded"),
@@ -63,10 +61,8 @@ MAPPING: tuple[tuple[type[Exception], HTTPStatus, str], ...] = (
     (StorageError, HTTPStatus.INTERNAL_SERVER_ERROR, "storage_error"),
     (SkillStoreError, HTTPStatus.SERVICE_UNAVAILABLE, "skill_store_unavailable"),
 )
-IDEMPOTENCY_MESSAGES = {
-    "idempotency_key_reused": "This Idempotency-Key was already used with a different request body",
-    "idempotency_in_progress": "A request with this Idempotency-Key is still in progress",
-}
+IDEMPOTENCY_CODES = frozenset({"idempotency_key_reused", "idempotency_in_progress"})
+"""Conflicts that only the API raises (a client sees them as ``ConflictError``)."""
 
 
 def error_for(error: Exception) -> tuple[HTTPStatus, str]:
@@ -106,7 +102,7 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
             logger.info("request refused", status=status.value, code=code, error_type=type(error).__name__)
             # A store that is busy or unreachable may serve a retry: say when (RFC 9110 Retry-After).
             retry_after = error.retry_after if isinstance(error, StorageUnavailableError) else None
-            return error_response(status, code, IDEMPOTENCY_MESSAGES.get(code, str(error)), retry_after=retry_after)
+            return error_response(status, code, str(error), retry_after=retry_after)
 
         app.exception_handler(exc_type)(handle)
 

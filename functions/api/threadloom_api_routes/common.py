@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
-from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel
 from threadloom.api.idempotency import run_idempotent
@@ -40,12 +39,20 @@ SESSION = (*ANY, 404)
 """Operations under ``/sessions/{sessionId}``."""
 BODY = (413, 415)
 """Operations that take a JSON body."""
-SECURITY_SCHEMES: dict[str, SecurityScheme] = {
-    "bearerAuth": HTTPBearer(
-        bearerFormat="JWT",
-        description="A JWT verified by the HTTP API's authorizer; its tenant claim (default `sub`) scopes all data",
-    )
-}
+
+
+def security_schemes() -> dict[str, SecurityScheme]:
+    """The bearer JWT scheme, built only for the OpenAPI document: its models are slow to import on a cold start."""
+    from aws_lambda_powertools.event_handler.openapi.models import HTTPBearer
+
+    return {
+        "bearerAuth": HTTPBearer(
+            bearerFormat="JWT",
+            description="A JWT verified by the HTTP API's authorizer; its tenant claim (default `sub`) scopes all data",
+        )
+    }
+
+
 SECURITY: list[dict[str, list[str]]] = [{"bearerAuth": []}]
 
 
@@ -126,7 +133,6 @@ __all__ = [
     "ANY",
     "BODY",
     "SECURITY",
-    "SECURITY_SCHEMES",
     "SESSION",
     "idempotent_write",
     "json_response",
@@ -134,6 +140,7 @@ __all__ = [
     "manager",
     "new_router",
     "responses",
+    "security_schemes",
     "subject",
     "tenant",
 ]

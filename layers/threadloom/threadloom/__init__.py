@@ -1,8 +1,9 @@
 """Threadloom: persistent, tree-structured conversation memory for AI agents.
 
-The core (sessions, context blocks, tools, compaction, the SQLite default) imports
-only the standard library. Backends and providers that need third-party packages
-(PostgreSQL via pg8000, S3 and DynamoDB via boto3) are imported on first access.
+The core (sessions, context blocks, tools, compaction) imports only the standard library.
+Storage backends and providers are imported on first access: the SQLite default, PostgreSQL
+(pg8000), S3 and DynamoDB (boto3), so a Lambda function loads only the backend it is configured
+for (see ``bench/cold_start.py``).
 """
 
 from __future__ import annotations
@@ -49,18 +50,21 @@ from threadloom.records import (
     StoredCompaction,
     TokenCountInput,
 )
-from threadloom.storage.sqlite.store import SqliteContextProvider, SqliteSearchProvider, SqliteStore
 from threadloom.tools.base import Tool
 
 if TYPE_CHECKING:
     from threadloom.providers.dynamodb_prompt_store import DynamoDBPromptStore
     from threadloom.providers.s3_skills import S3SkillProvider
     from threadloom.storage.postgres.store import PostgresContextProvider, PostgresSearchProvider, PostgresStore
+    from threadloom.storage.sqlite.store import SqliteContextProvider, SqliteSearchProvider, SqliteStore
 
 _LAZY = {
     "PostgresStore": "threadloom.storage.postgres.store",
     "PostgresContextProvider": "threadloom.storage.postgres.store",
     "PostgresSearchProvider": "threadloom.storage.postgres.store",
+    "SqliteStore": "threadloom.storage.sqlite.store",
+    "SqliteContextProvider": "threadloom.storage.sqlite.store",
+    "SqliteSearchProvider": "threadloom.storage.sqlite.store",
     "S3SkillProvider": "threadloom.providers.s3_skills",
     "DynamoDBPromptStore": "threadloom.providers.dynamodb_prompt_store",
 }

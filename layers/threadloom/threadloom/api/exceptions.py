@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from threadloom.errors import PayloadTooLargeError, ThreadloomError, ValidationError
+from threadloom.errors import ConflictError, PayloadTooLargeError, ThreadloomError, ValidationError
 
 
 class UnauthenticatedError(ThreadloomError):
@@ -17,4 +17,19 @@ class ForbiddenError(ThreadloomError):
     """The caller is authenticated but lacks the scope the operation needs (HTTP 403)."""
 
 
-__all__ = ["ForbiddenError", "PayloadTooLargeError", "UnauthenticatedError", "UnsupportedMediaTypeError"]
+class IdempotencyKeyReusedError(ConflictError):
+    """An ``Idempotency-Key`` already used with a different request body (HTTP 409)."""
+
+
+class IdempotencyInProgressError(ConflictError):
+    """A request with the same ``Idempotency-Key`` is still running (HTTP 409; retrying later replays it)."""
+
+
+__all__ = [
+    "ForbiddenError",
+    "IdempotencyInProgressError",
+    "IdempotencyKeyReusedError",
+    "PayloadTooLargeError",
+    "UnauthenticatedError",
+    "UnsupportedMediaTypeError",
+]

@@ -34,13 +34,13 @@ Id = Annotated[
 class ApiModel(BaseModel):
     """camelCase aliases, populated by name too; unknown request fields are rejected."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid")
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", defer_build=True)
 
 
 class MessageIn(BaseModel):
     """A UIMessage-compatible message: ``id``, ``role``, ``parts`` plus any other fields, stored unchanged."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     id: Id
     role: Annotated[str, Field(min_length=1, max_length=64)]

@@ -5,8 +5,12 @@ set per function in ``template.yaml``), so every log line, trace and metric says
 metric namespace comes from ``POWERTOOLS_METRICS_NAMESPACE``. The library logs through the standard ``logging``
 module under ``threadloom``; :func:`route_library_logs` joins those lines to the same JSON output.
 
-Tracer patches only what Threadloom calls (botocore, for S3, DynamoDB, SQS and Bedrock): patching everything
-would import every library the X-Ray SDK knows about on the cold path.
+Tracer patches only what Threadloom calls (botocore, for S3, DynamoDB, SQS and Bedrock), and only once
+``botocore.session`` is imported (a post-import hook; every AWS client comes from a botocore session):
+patching at start-up would import botocore on the cold path of every function, also where an invocation
+never calls AWS. When tracing is off (outside Lambda, under ``sam local``, or ``POWERTOOLS_TRACE_DISABLED=true``;
+Powertools' own rule) Tracer gets a provider that records nothing, so the X-Ray SDK is not imported at all.
+``bench/cold_start.py`` measures both.
 
 The API request id travels to the compaction worker as the SQS message attribute named
 :data:`threadloom.correlation.MESSAGE_ATTRIBUTE`, so a compaction's log lines carry the request that asked for it.
@@ -16,17 +20,45 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
 DEFAULT_SERVICE: Final = "threadloom"
 DEFAULT_NAMESPACE: Final = "Threadloom"
 TRACED_MODULES: Final = ("botocore",)
+_TRUE: Final = frozenset({"1", "y", "yes", "t", "true", "on"})
+
+
+def tracing_enabled(environ: Mapping[str, str] = os.environ) -> bool:
+    """Powertools' rule for Tracer: on in Lambda (``LAMBDA_TASK_ROOT``) unless disabled or under an emulator."""
+    if environ.get("POWERTOOLS_TRACE_DISABLED", "false").strip().lower() in _TRUE:
+        return False
+    return (
+        bool(environ.get("LAMBDA_TASK_ROOT"))
+        and not environ.get("AWS_SAM_LOCAL")
+        and not environ.get("AWS_CHALICE_CLI_MODE")
+    )
+
+
+def _tracer(service: str) -> Tracer:
+    if not tracing_enabled():
+        from threadloom.api.null_tracing import NullTracingProvider
+
+        return Tracer(service=service, disabled=True, provider=NullTracingProvider())
+    import wrapt  # the X-Ray SDK's own dependency, so present wherever tracing can be on
+
+    tracer = Tracer(service=service, auto_patch=False)
+    wrapt.register_post_import_hook(lambda _: tracer.patch(TRACED_MODULES), "botocore.session")
+    return tracer
+
 
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME") or DEFAULT_SERVICE)
-tracer = Tracer(service=logger.service, patch_modules=TRACED_MODULES)
+tracer = _tracer(logger.service)
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_NAMESPACE, service=logger.service)
 
 
@@ -38,4 +70,4 @@ def route_library_logs() -> None:
 
 route_library_logs()
 
-__all__ = ["logger", "metrics", "route_library_logs", "tracer"]
+__all__ = ["logger", "metrics", "route_library_logs", "tracer", "tracing_enabled"]

@@ -18,13 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from threadloom.api.profile import Profile, load_profile
 from threadloom.core.manager import SessionManager
 from threadloom.errors import ValidationError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
+    from threadloom.api.profile import Profile
     from threadloom.compaction.function import CompactFunction
     from threadloom.compaction.queue import CompactionQueue, CompactionRequest
     from threadloom.core.limits import Limits
@@ -184,6 +184,8 @@ class Runtime:
     @property
     def profile(self) -> Profile:
         if self._profile is None:
+            from threadloom.api.profile import load_profile  # Pydantic models and YAML: read once, on first use
+
             self._profile = load_profile(self.settings.profile_path)
         return self._profile
 

@@ -1,0 +1,106 @@
+"""The handlers' cold path stays lean: what importing each handler must not load (``bench/cold_start.py`` times it).
+
+Each check runs in a fresh interpreter with the function folder and the layer on ``sys.path`` and the environment
+of a deployed function (``LAMBDA_TASK_ROOT`` set, so Powertools' Tracer is on), then lists ``sys.modules``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+LAYER = ROOT / "layers" / "threadloom"
+DEPLOYED = {
+    "AWS_LAMBDA_FUNCTION_NAME": "threadloom-test",
+    "AWS_REGION": "eu-west-1",
+    "AWS_DEFAULT_REGION": "eu-west-1",
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "POWERTOOLS_SERVICE_NAME": "threadloom-test",
+    "POWERTOOLS_METRICS_NAMESPACE": "ThreadloomTests",
+    "THREADLOOM_BACKEND": "postgres",
+    "THREADLOOM_DB_AUTH": "iam",
+    "THREADLOOM_DB_HOST": "proxy.example.internal",
+    "THREADLOOM_DB_MIGRATE": "false",
+}
+NEVER_AT_IMPORT = (
+    "boto3",
+    "botocore.client",  # X-Ray patches botocore once a session is created, not at start-up
+    "aws_xray_sdk.ext",
+    "jwt",  # the WebSocket authorizer's alone
+    "pg8000",
+    "threadloom.storage.postgres",
+    "threadloom.storage.sqlite",
+    "threadloom.compaction.summarizers.bedrock",
+    "threadloom.api.profile",  # Pydantic models and YAML, read when the runtime is built
+    "yaml",
+    "aws_lambda_powertools.utilities.idempotency",  # imports boto3; loaded by the first keyed write
+    "aws_lambda_powertools.event_handler.openapi.models",  # the OpenAPI document's models, for /openapi.json
+)
+HANDLERS = [("api", "threadloom_api"), ("compaction", "threadloom_compaction")]
+
+
+def loaded_modules(function: str, code: str, **environment: str) -> set[str]:
+    """The modules loaded after running ``code`` in a fresh interpreter set up like a deployed function."""
+    folder = ROOT / "functions" / function
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "PYTHONPATH": os.pathsep.join([str(folder), str(LAYER), str(ROOT)]),
+        "LAMBDA_TASK_ROOT": str(folder),
+        **DEPLOYED,
+        **environment,
+    }
+    probe = f"import json, sys\n{code}\nprint(json.dumps(sorted(sys.modules)))"
+    command = [sys.executable, "-c", probe]
+    result = subprocess.run(command, check=False, env=env, capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    return set(json.loads(result.stdout.splitlines()[-1]))
+
+
+def offending(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    return sorted(module for module in modules if any(module == n or module.startswith(f"{n}.") for n in names))
+
+
+@pytest.mark.parametrize(("function", "handler"), HANDLERS)
+def test_importing_a_handler_loads_no_driver_client_or_optional_feature(function: str, handler: str) -> None:
+    modules = loaded_modules(function, f"import {handler}")
+    assert handler in modules and "aws_xray_sdk.core" in modules  # Tracer is on, as in Lambda
+    assert offending(modules, NEVER_AT_IMPORT) == []
+
+
+@pytest.mark.parametrize(("function", "handler"), HANDLERS)
+def test_with_tracing_off_the_xray_sdk_is_not_imported(function: str, handler: str) -> None:
+    modules = loaded_modules(function, f"import {handler}", POWERTOOLS_TRACE_DISABLED="true")
+    assert offending(modules, ("aws_xray_sdk.core", "aws_xray_sdk.ext", *NEVER_AT_IMPORT)) == []
+
+
+def test_botocore_is_traced_as_soon_as_a_client_can_be_made() -> None:
+    code = (
+        "import threadloom_compaction, boto3, botocore.client\n"
+        "boto3.client('sqs', region_name='eu-west-1')\n"
+        "assert botocore.client._xray_enabled, 'botocore not patched'\n"
+        "assert type(botocore.client.BaseClient._make_api_call).__name__ == 'BoundFunctionWrapper'"
+    )
+    assert "aws_xray_sdk.ext.botocore.patch" in loaded_modules("compaction", code)
+
+
+def test_an_api_request_on_sqlite_loads_neither_postgres_nor_idempotency(tmp_path: Path) -> None:
+    event: dict[str, Any] = json.loads((ROOT / "events/api/health.json").read_text(encoding="utf-8"))
+    code = (
+        "from tests.support.api import FakeLambdaContext\n"
+        "from threadloom_api import lambda_handler\n"
+        f"response = lambda_handler({event!r}, FakeLambdaContext())\n"
+        "assert response['statusCode'] == 200, response"
+    )
+    local = {"AWS_LAMBDA_FUNCTION_NAME": "", "THREADLOOM_BACKEND": "sqlite"}  # SQLite is refused on Lambda
+    modules = loaded_modules("api", code, THREADLOOM_SQLITE_PATH=str(tmp_path / "t.db"), **local)
+    assert "threadloom.storage.sqlite.store" in modules
+    assert offending(modules, ("pg8000", "threadloom.storage.postgres", "jwt", "boto3")) == []
+    assert offending(modules, ("aws_lambda_powertools.utilities.idempotency",)) == []
