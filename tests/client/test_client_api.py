@@ -24,22 +24,10 @@ from threadloom.api.exceptions import ForbiddenError, PayloadTooLargeError
 from threadloom.client import ThreadloomClient
 from threadloom.core.manager import SessionManager
 
+from tests.client.servers import PROFILE, msg
 from tests.support.local_server import local_server
 
 pytestmark = pytest.mark.e2e
-PROFILE = """
-blocks:
-  - {label: soul, kind: static, content: You are a ship's navigator.}
-  - {label: memory, kind: writable, max_tokens: 1100}
-  - {label: skills, kind: skills}
-compaction: {threshold: 100000, protect_head: 1, tail_token_budget: 30, min_tail_messages: 2}
-searchable_history: history
-limits: {max_message_bytes: 20000, default_page_size: 50, max_page_size: 200}
-"""
-
-
-def msg(message_id: str, role: str, text: str) -> dict[str, Any]:
-    return {"id": message_id, "role": role, "parts": [{"type": "text", "text": text}]}
 
 
 @pytest.fixture(scope="module")

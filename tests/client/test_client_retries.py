@@ -2,101 +2,23 @@
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
-from threadloom import ConflictError, SqliteStore, StorageUnavailableError
-from threadloom.api.runtime import Runtime, Settings, set_runtime
+from threadloom import ConflictError, StorageUnavailableError
 from threadloom.client import HttpError, RetryPolicy, ServiceUnreachableError, ThreadloomClient
 from threadloom.client.transport import parse_retry_after
-from threadloom.local_server import LOCAL_TENANT, invoke_handler, to_event
 
+from tests.client.servers import UNAVAILABLE, Script, api_behind_a_flaky_network, scripted_server
 from tests.support.local_server import free_port
-
-SESSION = {
-    "id": "s1",
-    "name": "n",
-    "parentSessionId": None,
-    "model": None,
-    "source": None,
-    "inputTokens": 0,
-    "outputTokens": 0,
-    "estimatedCost": 0.0,
-    "endReason": None,
-    "createdAt": "2026-01-01T00:00:00.000Z",
-    "updatedAt": "2026-01-01T00:00:00.000Z",
-}
-
-
-class QuietServer(ThreadingHTTPServer):
-    """A dropped connection is the point of these servers, not an error worth a traceback."""
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass
-
-
-class Script:
-    """What the scripted server answers, in order; every request it sees is recorded."""
-
-    def __init__(self, *answers: tuple[int, dict[str, str], Any] | str) -> None:
-        self.answers = list(answers)
-        self.seen: list[tuple[str, str, dict[str, str]]] = []
-
-
-@contextmanager
-def scripted_server(script: Script) -> Iterator[str]:
-    class Scripted(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def _answer(self) -> None:
-            length = int(self.headers.get("content-length") or 0)
-            self.rfile.read(length)
-            script.seen.append((self.command, self.path, {k.lower(): v for k, v in self.headers.items()}))
-            answer = script.answers.pop(0) if script.answers else (200, {}, SESSION)
-            if answer == "drop":  # the request arrived; the answer never does
-                self.close_connection = True
-                self.connection.shutdown(2)
-                return
-            status, headers, body = answer  # type: ignore[misc]
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            for key, value in {"content-type": "application/json", **headers}.items():
-                self.send_header(key, value)
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _answer
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = QuietServer(("127.0.0.1", 0), Scripted)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
 
 
 def quick_client(url: str, sleeps: list[float], **kwargs: Any) -> ThreadloomClient:
     client = ThreadloomClient(url, token="tok-123", timeout=30, **kwargs)
     client._http._sleep = sleeps.append  # record the backoff instead of waiting
     return client
-
-
-UNAVAILABLE = (503, {}, {"error": {"code": "storage_unavailable", "message": "Database is down"}})
 
 
 def test_a_write_that_fails_twice_then_succeeds_is_retried_with_one_idempotency_key() -> None:
@@ -192,63 +114,13 @@ def test_retry_after_and_backoff() -> None:
 
 
 @pytest.fixture
-def api_behind_a_flaky_network(tmp_path: Path) -> Iterator[tuple[str, list[str]]]:
-    """The real API handler (idempotency on a moto DynamoDB table) whose first answer per listed route is lost."""
-    with mock_aws():
-        boto3.client("dynamodb", region_name="us-east-1").create_table(
-            TableName="idem",
-            BillingMode="PAY_PER_REQUEST",
-            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        )
-        store = SqliteStore(str(tmp_path / "api.db"))
-        set_runtime(Runtime(Settings(sqlite_path=str(tmp_path / "api.db"), idempotency_table="idem"), store=store))
-        to_drop: list[str] = []
-
-        class Flaky(BaseHTTPRequestHandler):
-            """The local server's event conversion and handler call, over the stdlib server so answers can be lost."""
-
-            protocol_version = "HTTP/1.1"
-
-            def _dispatch(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                body = self.rfile.read(length) if length else b""
-                event = to_event(self.command, self.path, dict(self.headers.items()), body, LOCAL_TENANT)
-                status, headers, data = invoke_handler(event)
-                route = f"{self.command} {self.path}"
-                if route in to_drop:  # the handler ran; the answer is lost on the way back
-                    to_drop.remove(route)
-                    self.close_connection = True
-                    self.connection.shutdown(2)
-                    return
-                self.send_response(status)
-                for key, value in headers.items():
-                    if key.lower() not in ("content-length", "connection"):
-                        self.send_header(key, value)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _dispatch
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        server = QuietServer(("127.0.0.1", 0), Flaky)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
-        thread.start()
-        try:
-            yield f"http://127.0.0.1:{server.server_port}", to_drop
-        finally:
-            server.shutdown()
-            server.server_close()
-            thread.join(timeout=5)
-            set_runtime(None)
-            store.close()
+def flaky_api(tmp_path: Path) -> Iterator[tuple[str, list[str]]]:
+    with api_behind_a_flaky_network(tmp_path) as api:
+        yield api
 
 
-def test_a_lost_answer_is_replayed_not_applied_twice(api_behind_a_flaky_network: tuple[str, list[str]]) -> None:
-    url, to_drop = api_behind_a_flaky_network
+def test_a_lost_answer_is_replayed_not_applied_twice(flaky_api: tuple[str, list[str]]) -> None:
+    url, to_drop = flaky_api
     sleeps: list[float] = []
     with quick_client(url, sleeps) as client:
         # Session creation is not naturally idempotent: the Idempotency-Key makes the retry a replay

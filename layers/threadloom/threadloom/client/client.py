@@ -3,6 +3,8 @@
 Code written against ``SessionManager`` (and agent-framework adapters) runs against the API by
 swapping the object; ``get_session`` gives a ``RemoteSession`` with the methods of ``Session``.
 The tenant is whatever the bearer token's claim says, so there is no ``namespace`` argument.
+Each method runs one operation of :mod:`threadloom.client.operations`, which
+``AsyncThreadloomClient`` runs too.
 """
 
 from __future__ import annotations
@@ -10,10 +12,9 @@ from __future__ import annotations
 import builtins
 from typing import TYPE_CHECKING, Any
 
-from threadloom.client import wire
+from threadloom.client import operations as ops
 from threadloom.client.session import RemoteSession
-from threadloom.client.transport import RetryPolicy, Transport, path
-from threadloom.errors import NotFoundError
+from threadloom.client.transport import RetryPolicy, Transport
 from threadloom.records import OMITTED, Omitted
 from threadloom.tools.session_search import build_session_search_tool
 
@@ -59,13 +60,9 @@ class ThreadloomClient:
     ) -> None:
         self.base_url = base_url
         self.page_size = page_size
+        retry = RetryPolicy(max_retries=max_retries, backoff=backoff, max_backoff=max_backoff)
         self._http = Transport(
-            base_url,
-            token=token,
-            timeout=timeout,
-            retry=RetryPolicy(max_retries=max_retries, backoff=backoff, max_backoff=max_backoff),
-            headers=headers,
-            transport=transport,
+            base_url, token=token, timeout=timeout, retry=retry, headers=headers, transport=transport
         )
 
     def close(self) -> None:
@@ -80,11 +77,11 @@ class ThreadloomClient:
         self.close()
 
     def health(self) -> dict[str, Any]:
-        return self._http.request("GET", "/health")  # type: ignore[no-any-return]
+        return self._http.run(ops.health())
 
     def openapi(self) -> dict[str, Any]:
         """The API's OpenAPI 3.1 document, as the server describes itself."""
-        return self._http.request("GET", "/openapi.json")  # type: ignore[no-any-return]
+        return self._http.run(ops.openapi())
 
     # --------------------------------------------------------------- sessions
 
@@ -100,8 +97,7 @@ class ThreadloomClient:
         model: str | None = None,
         source: str | None = None,
     ) -> SessionInfo:
-        body = {"name": name, "parentSessionId": parent_session_id, "model": model, "source": source}
-        return wire.session_info(self._http.request("POST", "/sessions", body=body, idempotent=True))
+        return self._http.run(ops.create(name, parent_session_id, model, source))
 
     create_session = create
 
@@ -109,28 +105,18 @@ class ThreadloomClient:
         self, key: str, *, name: str | None = None, model: str | None = None, source: str | None = None
     ) -> SessionInfo:
         """The session for your own conversation key, created on first use (see ``SessionManager.open_session``)."""
-        body = {"key": key, "name": name, "model": model, "source": source}
-        return wire.session_info(self._http.request("POST", "/sessions/open", body=body, idempotent=True))
+        return self._http.run(ops.open_session(key, name, model, source))
 
     def get(self, session_id: str) -> SessionInfo | None:
-        try:
-            return wire.session_info(self._http.request("GET", path("sessions", session_id)))
-        except NotFoundError:
-            return None
+        return self._http.run(ops.get(session_id))
 
     def list_page(self, *, limit: int, cursor: str | None = None) -> tuple[builtins.list[SessionInfo], str | None]:
         """One page of sessions, most recent activity first, and the cursor of the next (None on the last)."""
-        out = self._http.request("GET", "/sessions", params={"limit": limit, "cursor": cursor})
-        return [wire.session_info(item) for item in out["sessions"]], out.get("nextCursor") or None
+        return self._http.run(ops.sessions_page(limit, cursor))
 
     def iter_sessions(self, *, page_size: int | None = None) -> Iterator[SessionInfo]:
         """Every session, fetched a page at a time as the iterator is consumed."""
-        cursor: str | None = None
-        while True:
-            page, cursor = self.list_page(limit=page_size or self.page_size, cursor=cursor)
-            yield from page
-            if cursor is None:
-                return
+        return self._http.pages(lambda cursor: ops.sessions_page(page_size or self.page_size, cursor))
 
     def list(self) -> builtins.list[SessionInfo]:
         return builtins.list(self.iter_sessions())
@@ -139,68 +125,54 @@ class ThreadloomClient:
         return sum(1 for _ in self.iter_sessions())
 
     def rename(self, session_id: str, name: str) -> SessionInfo:
-        return wire.session_info(self._http.request("PATCH", path("sessions", session_id), body={"name": name}))
+        return self._http.run(ops.update(session_id, {"name": name}))
 
     def set_legal_hold(self, session_id: str, hold: bool) -> SessionInfo:
         """Keep the session through retention sweeps (``True``) or let it expire again."""
-        return wire.session_info(self._http.request("PATCH", path("sessions", session_id), body={"legalHold": hold}))
+        return self._http.run(ops.update(session_id, {"legalHold": hold}))
 
     def status(self, session_id: str) -> dict[str, Any]:
         """Phase, token estimate and threshold, and the latest compaction request (``GET .../status``)."""
-        return self.get_session(session_id).status()
+        return self._http.run(ops.status(session_id))
 
     # -------------------------------------------------------------- lifecycle
 
     def export_session(self, session_id: str) -> bytes:
         """The session's export file (JSON Lines, docs/export-format.md), following the API to S3 when it is large."""
-        response = self._http.send("GET", path("sessions", session_id, "export"))
-        if response.status_code == 303:
-            return self._http.download(response.json()["url"])
-        return response.content
+        return self._http.run(ops.export_session(session_id))
 
     def import_sessions(self, data: bytes | str) -> dict[str, Any]:
         """Import an export file (all or nothing, ids kept); importing it again changes nothing."""
-        content = data.encode("utf-8") if isinstance(data, str) else data
-        response = self._http.send(
-            "POST", "/sessions/import", content=content, content_type="application/x-ndjson", idempotent=True
-        )
-        return dict(response.json())
+        return self._http.run(ops.import_sessions(data))
 
     def import_from_s3(self, key: str) -> dict[str, Any]:
         """Import an export file already in the stack's export bucket."""
-        return dict(self._http.request("POST", "/sessions/import-from-s3", body={"key": key}, idempotent=True))
+        return self._http.run(ops.import_from_s3(key))
 
     def erase_subject(self, subject_id: str) -> dict[str, Any]:
         """Erase every session of a data subject (needs the admin scope); returns the receipt."""
-        return dict(self._http.request("POST", path("subjects", subject_id, "erase"), idempotent=True))
+        return self._http.run(ops.erase_subject(subject_id))
 
     def delete(self, session_id: str) -> bool:
-        try:
-            self._http.request("DELETE", path("sessions", session_id))
-        except NotFoundError:
-            return False
-        return True
+        return self._http.run(ops.delete(session_id))
 
     # --------------------------------------------------------------- messages
 
     def append(self, session_id: str, message: Message, parent_id: str | Omitted | None = OMITTED) -> str:
-        return self.get_session(session_id).append_message(message, parent_id).id
+        return self._http.run(ops.append_message(session_id, message, parent_id, None)).id
 
     def upsert(self, session_id: str, message: Message, parent_id: str | Omitted | None = OMITTED) -> str:
         """Append the message, or replace it when its id is already stored."""
-        session = self.get_session(session_id)
-        if not session.append_message(message, parent_id).inserted:
-            session.update_message(message)
-        return str(message["id"])
+        return self._http.run(ops.upsert(session_id, message, parent_id))
 
     def append_all(
         self, session_id: str, messages: builtins.list[Message], parent_id: str | Omitted | None = OMITTED
     ) -> str | None:
         """Append a chain (atomic up to 500 messages; longer chains are sent in consecutive requests)."""
-        return self.get_session(session_id).append_messages(messages, parent_id)
+        return self._http.run(ops.append_messages(session_id, messages, parent_id))
 
     def get_history(self, session_id: str, leaf_id: str | None = None) -> builtins.list[Message]:
-        return self.get_session(session_id).get_history(leaf_id)
+        return self._http.run(ops.get_history(session_id, leaf_id, self.page_size))
 
     def iter_history(
         self, session_id: str, leaf_id: str | None = None, *, page_size: int | None = None
@@ -208,42 +180,36 @@ class ThreadloomClient:
         return self.get_session(session_id).iter_history(leaf_id, page_size=page_size)
 
     def get_branches(self, session_id: str, message_id: str) -> builtins.list[Message]:
-        return self.get_session(session_id).get_branches(message_id)
+        return self._http.run(ops.collect(lambda cursor: ops.branches_page(session_id, message_id, cursor)))
 
     def get_message_count(self, session_id: str) -> int:
-        return self.get_session(session_id).get_path_length()
+        return self._http.run(ops.get_path_length(session_id, None, self.page_size))
 
     def clear_messages(self, session_id: str) -> None:
-        self.get_session(session_id).clear_messages()
+        self._http.run(ops.clear_messages(session_id))
 
     def delete_messages(self, session_id: str, message_ids: builtins.list[str]) -> None:
-        self.get_session(session_id).delete_messages(message_ids)
+        self._http.run(ops.delete_messages(session_id, message_ids))
 
     # ------------------------------------------------------- fork and compact
 
     def fork(self, session_id: str, at_message_id: str, name: str) -> SessionInfo:
-        body = {"atMessageId": at_message_id, "name": name}
-        return wire.session_info(
-            self._http.request("POST", path("sessions", session_id, "fork"), body=body, idempotent=True)
-        )
+        return self._http.run(ops.fork(session_id, at_message_id, name))
 
     def get_compactions(self, session_id: str) -> builtins.list[StoredCompaction]:
-        return self.get_session(session_id).get_compactions()
+        return self._http.run(ops.get_compactions(session_id))
 
     def compact_and_split(self, session_id: str, summary: str, name: str | None = None) -> SessionInfo:
-        body = {"summary": summary, "name": name}
-        return wire.session_info(self._http.request("POST", path("sessions", session_id, "split"), body=body))
+        return self._http.run(ops.compact_and_split(session_id, summary, name))
 
     def add_usage(self, session_id: str, input_tokens: int, output_tokens: int, cost: float) -> SessionInfo:
-        body = {"inputTokens": input_tokens, "outputTokens": output_tokens, "cost": cost}
-        return wire.session_info(self._http.request("POST", path("sessions", session_id, "usage"), body=body))
+        return self._http.run(ops.add_usage(session_id, input_tokens, output_tokens, cost))
 
     # ----------------------------------------------------------------- search
 
     def search(self, query: str, *, limit: int = 20) -> builtins.list[SearchResult]:
         """Search across the tenant's sessions."""
-        out = self._http.request("GET", "/search", params={"q": query, "limit": limit})
-        return [wire.search_result(hit) for hit in out["results"]]
+        return self._http.run(ops.search(query, limit))
 
     def tools(self) -> dict[str, Tool]:
         """``session_search`` over the tenant's sessions, formatted exactly as the library's."""

@@ -1,18 +1,20 @@
 """The client's HTTP plumbing: bearer auth, ``Idempotency-Key`` on writes, retries, and the error envelope.
 
-Kept apart from the resource methods so each of them is one line of "which route, which body",
-and so retry and error rules live in one place.
+Kept apart from the operations (:mod:`threadloom.client.operations`) so retry and error rules
+live in one place; :class:`Transport` (httpx ``Client``) and :class:`AsyncTransport` (httpx
+``AsyncClient``) share them and differ only in how they wait for the network.
 """
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import random
 import time
 import uuid
+from collections.abc import Generator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import quote
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, cast
 
 import httpx
 
@@ -22,6 +24,7 @@ from threadloom.api.exceptions import (
     UnauthenticatedError,
     UnsupportedMediaTypeError,
 )
+from threadloom.client.operations import Call, Download, Op, Page, Step
 from threadloom.errors import (
     BlockLimitError,
     CompactionError,
@@ -39,7 +42,9 @@ from threadloom.errors import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+
+T = TypeVar("T")
 
 RETRY_STATUSES: Final = frozenset({429, 502, 503, 504})
 """Answers that mean "not now": throttled, or the service or its storage briefly unavailable."""
@@ -131,11 +136,6 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, moment.timestamp() - time.time())
 
 
-def path(*segments: str) -> str:
-    """A route path with each segment percent-encoded; ``:`` and ``@`` (valid in ids and in a path) stay as they are."""
-    return "/" + "/".join(quote(segment, safe=":@") for segment in segments)
-
-
 def envelope(response: httpx.Response) -> tuple[str, str]:
     """The ``code`` and ``message`` of an ``{"error": {"code", "message"}}`` answer (empty when absent)."""
     try:
@@ -157,8 +157,124 @@ def error_for(response: httpx.Response) -> ThreadloomError:
     return kind(message)
 
 
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """One request as every attempt sends it: the same ``Idempotency-Key`` on each retry."""
+
+    call: Call
+    headers: dict[str, str]
+    params: dict[str, Any]
+    repeatable: bool
+
+    @classmethod
+    def of(cls, call: Call) -> Prepared:
+        headers = {"idempotency-key": str(uuid.uuid4())} if call.method == "POST" else {}
+        if call.content_type is not None:
+            headers["content-type"] = call.content_type
+        repeatable = call.method in SAFE_METHODS if call.idempotent is None else call.idempotent
+        params = {key: value for key, value in (call.params or {}).items() if value is not None}
+        return cls(call, headers, params, repeatable)
+
+    def arguments(self) -> dict[str, Any]:
+        """Keyword arguments of ``httpx.Client.request`` and ``httpx.AsyncClient.request``."""
+        call = self.call
+        return {
+            "method": call.method,
+            "url": call.route,
+            "params": self.params,
+            "json": call.body if call.body is not None and call.content is None else None,
+            "content": call.content,
+            "headers": self.headers,
+        }
+
+    def settle(
+        self, retry: RetryPolicy, attempt: int, outcome: httpx.Response | httpx.TransportError
+    ) -> httpx.Response | float:
+        """The answer to keep, or the seconds to wait before the next attempt; raises the typed exception.
+
+        A request that may already have run is retried only when repeating it has the effect of
+        one call; a throttled (429) or never-sent one always is.
+        """
+        more = attempt < retry.max_retries
+        if isinstance(outcome, httpx.TransportError):
+            never_sent = isinstance(outcome, (httpx.ConnectError, httpx.ConnectTimeout))
+            if more and (self.repeatable or never_sent):
+                return retry.delay(attempt)
+            raise ServiceUnreachableError(f"{self.call.method} {self.call.route} failed: {outcome}") from outcome
+        status = outcome.status_code
+        if more and (
+            (status in RETRY_STATUSES and (self.repeatable or status == 429))  # a throttled request was never run
+            # an earlier attempt of this very request (same key) is still running: its outcome will be replayed
+            or (status == 409 and "idempotency-key" in self.headers and envelope(outcome)[0] == IN_PROGRESS)
+        ):
+            return retry.delay(attempt, outcome.headers.get("retry-after"))
+        if status >= 400:
+            raise error_for(outcome)
+        return outcome
+
+
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    """Wait this long before the next attempt."""
+
+    seconds: float
+
+
+Wire: TypeAlias = Generator[Prepared | Download | Sleep, Any, T]
+"""What a transport does for an operation: send a request (its ``httpx.Response`` or
+``httpx.TransportError`` is sent back), fetch a link without credentials (likewise), or sleep."""
+
+
+def exchange(step: Step, retry: RetryPolicy) -> Wire[Any]:
+    """One step of an operation, with its retries: the decoded answer, or the typed exception."""
+    if isinstance(step, Download):
+        outcome = yield step
+        where = step.url.partition("?")[0]  # never the signature
+        if isinstance(outcome, httpx.TransportError):
+            raise ServiceUnreachableError(f"GET {where} failed: {outcome}") from outcome
+        if outcome.status_code >= 400:
+            raise ServiceUnreachableError(f"GET {where} answered {outcome.status_code}")
+        return outcome.content
+    prepared = Prepared.of(step)
+    attempt = 0
+    while True:
+        settled = prepared.settle(retry, attempt, (yield prepared))
+        if isinstance(settled, httpx.Response):
+            if step.raw:
+                return settled
+            return settled.json() if settled.content else None
+        yield Sleep(settled)
+        attempt += 1
+
+
+def plan(op: Op[T], retry: RetryPolicy) -> Wire[T]:
+    """The operation as transport steps: each of its requests exchanged, answers and exceptions handed back."""
+    try:
+        step = next(op)
+        while True:
+            try:
+                answer = yield from exchange(step, retry)
+            except ThreadloomError as error:
+                step = op.throw(error)
+            else:
+                step = op.send(answer)
+    except StopIteration as stop:
+        return cast("T", stop.value)
+
+
+def client_options(
+    base_url: str, token: str | None, timeout: float, headers: Mapping[str, str] | None
+) -> dict[str, Any]:
+    """The httpx client's settings, the same for ``Client`` and ``AsyncClient``."""
+    default_headers = {"accept": "application/json", "user-agent": "threadloom-client"}
+    if token:
+        default_headers["authorization"] = f"Bearer {token}"
+    default_headers.update(headers or {})
+    return {"base_url": base_url.rstrip("/"), "headers": default_headers, "timeout": timeout}
+
+
 class Transport:
-    """Sends one logical request, retrying it when that is safe, and decodes the JSON answer."""
+    """Runs operations over ``httpx.Client``."""
 
     def __init__(
         self,
@@ -171,107 +287,110 @@ class Transport:
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        default_headers = {"accept": "application/json", "user-agent": "threadloom-client"}
-        if token:
-            default_headers["authorization"] = f"Bearer {token}"
-        default_headers.update(headers or {})
         self.retry = retry
         self._sleep = sleep
-        self._http = httpx.Client(
-            base_url=base_url.rstrip("/"), headers=default_headers, timeout=timeout, transport=transport
-        )
+        self._http = httpx.Client(**client_options(base_url, token, timeout, headers), transport=transport)
 
     def close(self) -> None:
         self._http.close()
 
-    def request(
-        self,
-        method: str,
-        route: str,
-        *,
-        params: Mapping[str, Any] | None = None,
-        body: Any = None,
-        idempotent: bool | None = None,
-    ) -> Any:
-        """The decoded JSON answer (None when empty), or the typed exception.
-
-        ``idempotent`` says whether repeating the request has the effect of one call (a POST
-        whose route honours ``Idempotency-Key``, or a naturally repeatable one); by default,
-        PUT/PATCH/DELETE/GET are and POST is not. Only such requests are retried when the first
-        attempt might have been applied. Every POST carries a fresh key, the same on each retry.
-        """
-        response = self.send(method, route, params=params, body=body, idempotent=idempotent)
-        return response.json() if response.content else None
-
-    def send(
-        self,
-        method: str,
-        route: str,
-        *,
-        params: Mapping[str, Any] | None = None,
-        body: Any = None,
-        content: bytes | None = None,
-        content_type: str | None = None,
-        idempotent: bool | None = None,
-    ) -> httpx.Response:
-        """The raw answer of a request (JSON ``body`` or raw ``content``), retried as :meth:`request` says."""
-        headers = {"idempotency-key": str(uuid.uuid4())} if method == "POST" else {}
-        if content_type is not None:
-            headers["content-type"] = content_type
-        repeatable = method in SAFE_METHODS if idempotent is None else idempotent
-        query = {key: value for key, value in (params or {}).items() if value is not None}
-        attempt = 0
-        while True:
-            try:
-                response = self._http.request(
-                    method,
-                    route,
-                    params=query,
-                    json=body if body is not None and content is None else None,
-                    content=content,
-                    headers=headers,
-                )
-            except httpx.TransportError as exc:
-                never_sent = isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout))
-                if attempt < self.retry.max_retries and (repeatable or never_sent):
-                    self._sleep(self.retry.delay(attempt))
-                    attempt += 1
-                    continue
-                raise ServiceUnreachableError(f"{method} {route} failed: {exc}") from exc
-            status = response.status_code
-            if attempt < self.retry.max_retries and (
-                (status in RETRY_STATUSES and (repeatable or status == 429))  # a throttled request was never run
-                # an earlier attempt of this very request (same key) is still running: its outcome will be replayed
-                or (status == 409 and "idempotency-key" in headers and envelope(response)[0] == IN_PROGRESS)
-            ):
-                self._sleep(self.retry.delay(attempt, response.headers.get("retry-after")))
-                attempt += 1
-                continue
-            if status >= 400:
-                raise error_for(response)
-            return response
-
-    def download(self, url: str) -> bytes:
-        """An absolute URL the API pointed at (a presigned S3 link): fetched without our credentials."""
-        where = url.partition("?")[0]  # never log the signature
+    def run(self, op: Op[T]) -> T:
+        """The operation's result, every request it makes sent (and retried) in turn."""
+        steps = plan(op, self.retry)
         try:
-            response = httpx.get(url, timeout=self._http.timeout)
+            step = next(steps)
+            while True:
+                step = steps.send(self._perform(step))
+        except StopIteration as stop:
+            return cast("T", stop.value)
+
+    def pages(self, page: Callable[[str | None], Op[Page[T]]]) -> Iterator[T]:
+        """Every item of every page, a page fetched as the iterator reaches it."""
+        cursor: str | None = None
+        while True:
+            items, cursor = self.run(page(cursor))
+            yield from items
+            if cursor is None:
+                return
+
+    def _perform(self, step: Prepared | Download | Sleep) -> httpx.Response | httpx.TransportError | None:
+        if isinstance(step, Sleep):
+            self._sleep(step.seconds)
+            return None
+        try:
+            if isinstance(step, Download):
+                return httpx.get(step.url, timeout=self._http.timeout)  # without our credentials
+            return self._http.request(**step.arguments())
         except httpx.TransportError as exc:
-            raise ServiceUnreachableError(f"GET {where} failed: {exc}") from exc
-        if response.status_code >= 400:
-            raise ServiceUnreachableError(f"GET {where} answered {response.status_code}")
-        return response.content
+            return exc
+
+
+class AsyncTransport:
+    """:class:`Transport` over ``httpx.AsyncClient``: the same steps, awaited."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        token: str | None,
+        timeout: float,
+        retry: RetryPolicy,
+        headers: Mapping[str, str] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.retry = retry
+        self._sleep = sleep
+        self._http = httpx.AsyncClient(**client_options(base_url, token, timeout, headers), transport=transport)
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+    async def run(self, op: Op[T]) -> T:
+        steps = plan(op, self.retry)
+        try:
+            step = next(steps)
+            while True:
+                step = steps.send(await self._perform(step))
+        except StopIteration as stop:
+            return cast("T", stop.value)
+
+    async def pages(self, page: Callable[[str | None], Op[Page[T]]]) -> AsyncIterator[T]:
+        cursor: str | None = None
+        while True:
+            items, cursor = await self.run(page(cursor))
+            for item in items:
+                yield item
+            if cursor is None:
+                return
+
+    async def _perform(self, step: Prepared | Download | Sleep) -> httpx.Response | httpx.TransportError | None:
+        if isinstance(step, Sleep):
+            await self._sleep(step.seconds)
+            return None
+        try:
+            if isinstance(step, Download):
+                async with httpx.AsyncClient(timeout=self._http.timeout) as anonymous:  # without our credentials
+                    return await anonymous.get(step.url)
+            return await self._http.request(**step.arguments())
+        except httpx.TransportError as exc:
+            return exc
 
 
 __all__ = [
     "ERROR_CODES",
     "ERROR_STATUSES",
+    "AsyncTransport",
     "HttpError",
+    "Prepared",
     "RetryPolicy",
     "ServiceUnreachableError",
+    "Sleep",
     "Transport",
+    "Wire",
     "envelope",
     "error_for",
+    "exchange",
     "parse_retry_after",
-    "path",
+    "plan",
 ]

@@ -1,0 +1,114 @@
+"""``AsyncRemoteSession``: :class:`~threadloom.client.session.RemoteSession` with every method awaited.
+
+The requests and the reading of their answers are the same operations the synchronous handle
+runs (:mod:`threadloom.client.operations`). ``tools()`` has no counterpart: a library ``Tool``
+runs synchronously; use ``tool_specs`` and ``call_tool``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from threadloom.client import operations as ops
+from threadloom.records import OMITTED, Omitted
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from threadloom.client.transport import AsyncTransport
+    from threadloom.records import AppendResult, CompactResult, ContextBlock, Message, SearchResult, StoredCompaction
+
+
+class AsyncRemoteSession:
+    """A handle on one session; every method is one or a few HTTP requests, nothing is cached."""
+
+    def __init__(self, transport: AsyncTransport, session_id: str, *, page_size: int = 200) -> None:
+        self._http = transport
+        self.session_id = session_id
+        self.page_size = page_size
+
+    def __repr__(self) -> str:
+        return f"AsyncRemoteSession({self.session_id!r})"
+
+    # ------------------------------------------------------------- messages
+
+    async def append_message(
+        self, message: Message, parent_id: str | Omitted | None = OMITTED, *, expected_leaf_id: str | None = None
+    ) -> AppendResult:
+        """Append one message; re-sending a stored id is a no-op (``inserted=False``), so retries are safe."""
+        return await self._http.run(ops.append_message(self.session_id, message, parent_id, expected_leaf_id))
+
+    async def append_messages(self, messages: list[Message], parent_id: str | Omitted | None = OMITTED) -> str | None:
+        return await self._http.run(ops.append_messages(self.session_id, messages, parent_id))
+
+    async def update_message(self, message: Message) -> None:
+        await self._http.run(ops.update_message(self.session_id, message))
+
+    async def delete_messages(self, message_ids: list[str]) -> None:
+        await self._http.run(ops.delete_messages(self.session_id, message_ids))
+
+    async def clear_messages(self) -> None:
+        await self._http.run(ops.clear_messages(self.session_id))
+
+    async def get_message(self, message_id: str) -> Message | None:
+        return await self._http.run(ops.get_message(self.session_id, message_id))
+
+    async def get_latest_leaf(self) -> Message | None:
+        return await self._http.run(ops.get_latest_leaf(self.session_id))
+
+    async def get_branches(self, message_id: str) -> list[Message]:
+        return await self._http.run(ops.collect(lambda cursor: ops.branches_page(self.session_id, message_id, cursor)))
+
+    def iter_history(self, leaf_id: str | None = None, *, page_size: int | None = None) -> AsyncIterator[Message]:
+        """Root → leaf, a page fetched as ``async for`` reaches it."""
+        limit = page_size or self.page_size
+        return self._http.pages(lambda cursor: ops.history_page(self.session_id, leaf_id, limit, cursor))
+
+    async def get_history(self, leaf_id: str | None = None) -> list[Message]:
+        return await self._http.run(ops.get_history(self.session_id, leaf_id, self.page_size))
+
+    async def get_path_length(self, leaf_id: str | None = None) -> int:
+        return await self._http.run(ops.get_path_length(self.session_id, leaf_id, self.page_size))
+
+    async def search(self, query: str, *, limit: int = 20) -> list[SearchResult]:
+        return await self._http.run(ops.search(query, limit, self.session_id))
+
+    # -------------------------------------------------------- context blocks
+
+    async def get_context_block(self, label: str) -> ContextBlock | None:
+        return await self._http.run(ops.get_context_block(self.session_id, label))
+
+    async def get_context_blocks(self) -> list[ContextBlock]:
+        return await self._http.run(ops.get_context_blocks(self.session_id))
+
+    async def replace_context_block(self, label: str, content: str) -> ContextBlock:
+        return await self._http.run(ops.write_context_block(self.session_id, label, content, "replace"))
+
+    async def append_context_block(self, label: str, content: str) -> ContextBlock:
+        return await self._http.run(ops.write_context_block(self.session_id, label, content, "append"))
+
+    async def freeze_system_prompt(self) -> str:
+        return await self._http.run(ops.freeze_system_prompt(self.session_id))
+
+    async def refresh_system_prompt(self) -> str:
+        return await self._http.run(ops.refresh_system_prompt(self.session_id))
+
+    async def tool_specs(self, fmt: str = "json-schema") -> Any:
+        return await self._http.run(ops.tool_specs(self.session_id, fmt))
+
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> str:
+        return await self._http.run(ops.call_tool(self.session_id, name, arguments))
+
+    # ------------------------------------------------------------- compaction
+
+    async def compact(self, leaf_id: str | None = None) -> CompactResult | None:
+        return await self._http.run(ops.compact(self.session_id, leaf_id))
+
+    async def status(self) -> dict[str, Any]:
+        return await self._http.run(ops.status(self.session_id))
+
+    async def get_compactions(self) -> list[StoredCompaction]:
+        return await self._http.run(ops.get_compactions(self.session_id))
+
+
+__all__ = ["AsyncRemoteSession"]

@@ -1,0 +1,322 @@
+"""What each client method sends and how it reads the answers, written once for the sync and async clients.
+
+An operation is a generator: it yields the requests it needs (:class:`Call`, :class:`Download`)
+and is sent each decoded answer, or has the typed exception thrown into it, and returns the
+method's result. ``ThreadloomClient`` drives it with httpx's ``Client``, ``AsyncThreadloomClient``
+with ``AsyncClient``; neither knows a route, a body or an answer's shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar
+from urllib.parse import quote
+
+from threadloom.client import wire
+from threadloom.errors import NotFoundError
+from threadloom.records import OMITTED, AppendResult, CompactResult, Omitted
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    import httpx
+
+    from threadloom.records import ContextBlock, Message, SearchResult, SessionInfo, StoredCompaction
+
+T = TypeVar("T")
+
+MAX_CHAIN: Final = 500
+"""The most messages one append request may carry (``AppendIn.messages``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One API request; ``raw`` asks for the ``httpx.Response`` instead of the decoded JSON."""
+
+    method: str
+    route: str
+    params: Mapping[str, Any] | None = None
+    body: Any = None
+    content: bytes | None = None
+    content_type: str | None = None
+    idempotent: bool | None = None
+    raw: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Download:
+    """An absolute URL the API pointed at (a presigned S3 link), fetched without our credentials."""
+
+    url: str
+
+
+Step: TypeAlias = Call | Download
+Op: TypeAlias = Generator[Step, Any, T]
+Page: TypeAlias = tuple[list[T], str | None]
+"""One page of items and the cursor of the next (None on the last)."""
+
+
+def collect(page: Callable[[str | None], Op[Page[T]]]) -> Op[list[T]]:
+    """Every item of every page, in order."""
+    items: list[T] = []
+    cursor: str | None = None
+    while True:
+        found, cursor = yield from page(cursor)
+        items.extend(found)
+        if cursor is None:
+            return items
+
+
+def path(*segments: str) -> str:
+    """A route path with each segment percent-encoded; ``:`` and ``@`` (valid in ids and in a path) stay as they are."""
+    return "/" + "/".join(quote(segment, safe=":@") for segment in segments)
+
+
+def _route(session_id: str, *segments: str) -> str:
+    return path("sessions", session_id, *segments)
+
+
+# ------------------------------------------------------------------ service
+
+
+def health() -> Op[dict[str, Any]]:
+    return dict((yield Call("GET", "/health")))
+
+
+def openapi() -> Op[dict[str, Any]]:
+    return dict((yield Call("GET", "/openapi.json")))
+
+
+# ----------------------------------------------------------------- sessions
+
+
+def create(name: str, parent_session_id: str | None, model: str | None, source: str | None) -> Op[SessionInfo]:
+    body = {"name": name, "parentSessionId": parent_session_id, "model": model, "source": source}
+    return wire.session_info((yield Call("POST", "/sessions", body=body, idempotent=True)))
+
+
+def open_session(key: str, name: str | None, model: str | None, source: str | None) -> Op[SessionInfo]:
+    body = {"key": key, "name": name, "model": model, "source": source}
+    return wire.session_info((yield Call("POST", "/sessions/open", body=body, idempotent=True)))
+
+
+def get(session_id: str) -> Op[SessionInfo | None]:
+    try:
+        return wire.session_info((yield Call("GET", _route(session_id))))
+    except NotFoundError:
+        return None
+
+
+def sessions_page(limit: int, cursor: str | None) -> Op[Page[SessionInfo]]:
+    out = yield Call("GET", "/sessions", params={"limit": limit, "cursor": cursor})
+    return [wire.session_info(item) for item in out["sessions"]], out.get("nextCursor") or None
+
+
+def update(session_id: str, body: dict[str, Any]) -> Op[SessionInfo]:
+    """``PATCH /sessions/{id}``: a rename or a legal hold."""
+    return wire.session_info((yield Call("PATCH", _route(session_id), body=body)))
+
+
+def delete(session_id: str) -> Op[bool]:
+    try:
+        yield Call("DELETE", _route(session_id))
+    except NotFoundError:
+        return False
+    return True
+
+
+def fork(session_id: str, at_message_id: str, name: str) -> Op[SessionInfo]:
+    body = {"atMessageId": at_message_id, "name": name}
+    return wire.session_info((yield Call("POST", _route(session_id, "fork"), body=body, idempotent=True)))
+
+
+def compact_and_split(session_id: str, summary: str, name: str | None) -> Op[SessionInfo]:
+    body = {"summary": summary, "name": name}
+    return wire.session_info((yield Call("POST", _route(session_id, "split"), body=body)))
+
+
+def add_usage(session_id: str, input_tokens: int, output_tokens: int, cost: float) -> Op[SessionInfo]:
+    body = {"inputTokens": input_tokens, "outputTokens": output_tokens, "cost": cost}
+    return wire.session_info((yield Call("POST", _route(session_id, "usage"), body=body)))
+
+
+def search(query: str, limit: int, session_id: str | None = None) -> Op[list[SearchResult]]:
+    """Across the tenant's sessions, or within one."""
+    route = "/search" if session_id is None else _route(session_id, "search")
+    out = yield Call("GET", route, params={"q": query, "limit": limit})
+    return [wire.search_result(hit) for hit in out["results"]]
+
+
+# ---------------------------------------------------------------- lifecycle
+
+
+def export_session(session_id: str) -> Op[bytes]:
+    """The export file, following the API to S3 when it answers 303."""
+    response: httpx.Response = yield Call("GET", _route(session_id, "export"), raw=True)
+    if response.status_code == 303:
+        return bytes((yield Download(response.json()["url"])))
+    return response.content
+
+
+def import_sessions(data: bytes | str) -> Op[dict[str, Any]]:
+    content = data.encode("utf-8") if isinstance(data, str) else data
+    call = Call("POST", "/sessions/import", content=content, content_type="application/x-ndjson", idempotent=True)
+    return dict((yield call))
+
+
+def import_from_s3(key: str) -> Op[dict[str, Any]]:
+    return dict((yield Call("POST", "/sessions/import-from-s3", body={"key": key}, idempotent=True)))
+
+
+def erase_subject(subject_id: str) -> Op[dict[str, Any]]:
+    return dict((yield Call("POST", path("subjects", subject_id, "erase"), idempotent=True)))
+
+
+# ----------------------------------------------------------------- messages
+
+
+def append_message(
+    session_id: str, message: Message, parent_id: str | Omitted | None, expected_leaf_id: str | None
+) -> Op[AppendResult]:
+    body: dict[str, Any] = {"message": message}
+    if parent_id is not OMITTED:
+        body["parentId"] = parent_id
+    if expected_leaf_id is not None:
+        body["expectedLeafId"] = expected_leaf_id
+    out = yield Call("POST", _route(session_id, "messages"), body=body, idempotent=True)
+    return AppendResult(id=out["id"], parent_id=out.get("parentId"), inserted=bool(out["inserted"]))
+
+
+def append_messages(session_id: str, messages: list[Message], parent_id: str | Omitted | None) -> Op[str | None]:
+    """A chain, in requests of 500 each attached to the previous one's last id."""
+    last: str | None = None
+    for start in range(0, len(messages), MAX_CHAIN):
+        body: dict[str, Any] = {"messages": messages[start : start + MAX_CHAIN]}
+        if start:
+            body["parentId"] = last
+        elif parent_id is not OMITTED:
+            body["parentId"] = parent_id
+        last = (yield Call("POST", _route(session_id, "messages"), body=body, idempotent=True))["id"]
+    return last
+
+
+def update_message(session_id: str, message: Message) -> Op[None]:
+    yield Call("PUT", _route(session_id, "messages", str(message["id"])), body={"message": message})
+
+
+def upsert(session_id: str, message: Message, parent_id: str | Omitted | None) -> Op[str]:
+    """Append, or replace when the id is already stored."""
+    if not (yield from append_message(session_id, message, parent_id, None)).inserted:
+        yield from update_message(session_id, message)
+    return str(message["id"])
+
+
+def delete_messages(session_id: str, message_ids: list[str]) -> Op[None]:
+    """Ids that are not stored are skipped, as in the library."""
+    for message_id in message_ids:
+        try:
+            yield Call("DELETE", _route(session_id, "messages", message_id))
+        except NotFoundError as error:
+            if not str(error).startswith("Message "):
+                raise
+
+
+def clear_messages(session_id: str) -> Op[None]:
+    yield Call("POST", _route(session_id, "clear"), idempotent=True)
+
+
+def get_message(session_id: str, message_id: str) -> Op[Message | None]:
+    try:
+        out = yield Call("GET", _route(session_id, "messages", message_id))
+    except NotFoundError:
+        return None
+    return out["message"]  # type: ignore[no-any-return]
+
+
+def get_latest_leaf(session_id: str) -> Op[Message | None]:
+    return (yield Call("GET", _route(session_id, "leaf")))["message"]  # type: ignore[no-any-return]
+
+
+def branches_page(session_id: str, message_id: str, cursor: str | None) -> Op[Page[Message]]:
+    out = yield Call("GET", _route(session_id, "messages", message_id, "branches"), params={"cursor": cursor})
+    return list(out["messages"]), out.get("nextCursor") or None
+
+
+def history_page(session_id: str, leaf_id: str | None, limit: int, cursor: str | None) -> Op[Page[Message]]:
+    """Root → leaf with compaction overlays applied; the cursor carries the leaf after the first page."""
+    params = {"leafId": leaf_id, "limit": limit} if cursor is None else {"limit": limit, "cursor": cursor}
+    out = yield Call("GET", _route(session_id, "history"), params=params)
+    return list(out["messages"]), out.get("nextCursor") or None
+
+
+def get_history(session_id: str, leaf_id: str | None, page_size: int) -> Op[list[Message]]:
+    return (yield from collect(lambda cursor: history_page(session_id, leaf_id, page_size, cursor)))
+
+
+def get_path_length(session_id: str, leaf_id: str | None, page_size: int) -> Op[int]:
+    page = yield Call("GET", _route(session_id, "history"), params={"leafId": leaf_id, "limit": 1})
+    total = page.get("total")
+    if isinstance(total, int):
+        return total
+    return len((yield from get_history(session_id, leaf_id, page_size)))
+
+
+def get_compactions(session_id: str) -> Op[list[StoredCompaction]]:
+    out = yield Call("GET", _route(session_id, "compactions"))
+    return [wire.stored_compaction(item) for item in out["compactions"]]
+
+
+def compact(session_id: str, leaf_id: str | None) -> Op[CompactResult | None]:
+    """None when there was nothing to compact or the server queued it for its worker."""
+    body = {"leafId": leaf_id} if leaf_id is not None else {}
+    out = yield Call("POST", _route(session_id, "compact"), body=body, idempotent=True)
+    if out.get("status") != "compacted":
+        return None
+    return CompactResult(from_message_id=out["fromMessageId"], to_message_id=out["toMessageId"], summary=out["summary"])
+
+
+def status(session_id: str) -> Op[dict[str, Any]]:
+    return dict((yield Call("GET", _route(session_id, "status"))))
+
+
+# ----------------------------------------------------------- context blocks
+
+
+def get_context_block(session_id: str, label: str) -> Op[ContextBlock | None]:
+    try:
+        return wire.context_block((yield Call("GET", _route(session_id, "context", label))))
+    except NotFoundError as error:
+        if str(error).startswith("Session "):
+            raise
+        return None
+
+
+def get_context_blocks(session_id: str) -> Op[list[ContextBlock]]:
+    return [wire.context_block(block) for block in (yield Call("GET", _route(session_id, "context")))["blocks"]]
+
+
+def write_context_block(session_id: str, label: str, content: str, mode: str) -> Op[ContextBlock]:
+    # An append retried after a lost answer would append twice: only retried when the server surely did not run it.
+    body = {"content": content, "mode": mode}
+    call = Call("PUT", _route(session_id, "context", label), body=body, idempotent=mode != "append")
+    return wire.context_block((yield call))
+
+
+def freeze_system_prompt(session_id: str) -> Op[str]:
+    return str((yield Call("GET", _route(session_id, "system-prompt")))["systemPrompt"])
+
+
+def refresh_system_prompt(session_id: str) -> Op[str]:
+    return str((yield Call("POST", _route(session_id, "system-prompt", "refresh"), idempotent=True))["systemPrompt"])
+
+
+def tool_specs(session_id: str, fmt: str) -> Op[Any]:
+    return (yield Call("GET", _route(session_id, "tools"), params={"format": fmt}))["tools"]
+
+
+def call_tool(session_id: str, name: str, arguments: dict[str, Any]) -> Op[str]:
+    return str((yield Call("POST", _route(session_id, "tools", name), body={"input": arguments}))["output"])
+
+
+__all__ = ["MAX_CHAIN", "Call", "Download", "Op", "Page", "Step", "collect", "path"]
