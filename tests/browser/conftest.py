@@ -11,9 +11,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
-import subprocess
-import sys
 import tempfile
 import time
 import urllib.error
@@ -24,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.support.local_server import local_server
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
@@ -73,12 +72,6 @@ def _require_browser() -> None:
     pytest.skip(f"Browser tests skipped: {reason}")
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @dataclass
 class Server:
     """The local server in a subprocess, plus a library handle on its SQLite file for fast seeding."""
@@ -116,19 +109,10 @@ class Server:
 def server() -> Iterator[Server]:
     _require_browser()
     data = Path(tempfile.mkdtemp(prefix="threadloom-browser-"))
-    (data / "profile.yaml").write_text(PROFILE, encoding="utf-8")
-    port = free_port()
-    env = {**os.environ, "THREADLOOM_PROFILE": str(data / "profile.yaml")}
-    command = [sys.executable, "-m", "threadloom.local_server", "--port", str(port), "--data-dir", str(data / "d")]
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
-        assert process.stdout is not None
-        banner = process.stdout.readline()
-        assert f"http://127.0.0.1:{port}" in banner, banner
-        yield Server(url=f"http://127.0.0.1:{port}", data_dir=data / "d")
+        with local_server(data / "d", profile=PROFILE) as running:
+            yield Server(url=running.url, data_dir=data / "d")
     finally:
-        process.terminate()
-        process.wait(timeout=10)
         shutil.rmtree(data, ignore_errors=True)
 
 

@@ -33,8 +33,8 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     data = tmp_path_factory.mktemp("client-api")
-    with local_server(data, profile=PROFILE) as url:
-        yield url, data / "d" / "threadloom.db"
+    with local_server(data / "d", profile=PROFILE) as running:
+        yield running.url, data / "d" / "threadloom.db"
 
 
 @pytest.fixture

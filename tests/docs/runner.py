@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from tests.support.local_server import free_port
+
 REPOSITORY = Path(__file__).resolve().parents[2]
 DOC_PORT = 3000
 COMMAND_TIMEOUT_SECONDS = 120.0
@@ -109,12 +111,6 @@ def commands_of(block: Block) -> list[Command]:
         elif line.strip():
             raise AssertionError(f"{block.where}: a console block starts with '$ command', not {line!r}")
     return commands
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 class Normaliser:

@@ -8,14 +8,9 @@ failure reproduces with the same command, and the run stays within about a minut
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
 import urllib.request
 import zlib
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 import schemathesis
@@ -27,10 +22,9 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
-from tests.e2e.test_local_server import free_port
+from tests.support.local_server import ROOT, local_server
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
 FUZZ_SEED = 20261203
 EXAMPLES_PER_OPERATION = 25
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
@@ -45,32 +39,14 @@ schema.config.phases.coverage.unexpected_methods = set()
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
     """The local server on a fresh data folder, and one session holding messages ``m1``..``m3``."""
-    data = tmp_path_factory.mktemp("fuzz")
-    port = free_port()
-    command = [sys.executable, "-m", "threadloom.local_server", "--port", str(port), "--data-dir", str(data)]
-    env = {**os.environ, "THREADLOOM_CORS_ORIGINS": "https://app.example"}
-    # The server logs every request: a file, not a pipe nobody drains (a full pipe would block it).
-    log = data / "server.log"
-    with log.open("w") as sink:
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT)
-    try:
-        wait_for_banner(log, port)
-        base = f"http://127.0.0.1:{port}"
+    data = tmp_path_factory.mktemp("fuzz") / "d"
+    with local_server(data, env={"THREADLOOM_CORS_ORIGINS": "https://app.example"}) as running:
+        base = running.url
         session = post(base, "/sessions", {"name": "fuzz"})["id"]
         for index in (1, 2, 3):
             message = {"id": f"m{index}", "role": "user", "parts": [{"type": "text", "text": f"hello {index}"}]}
             post(base, f"/sessions/{session}/messages", {"message": message})
         yield base, session
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
-def wait_for_banner(log: Path, port: int, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while f":{port}" not in log.read_text(encoding="utf-8", errors="replace"):
-        assert time.monotonic() < deadline, log.read_text(encoding="utf-8", errors="replace")
-        time.sleep(0.1)
 
 
 def post(base: str, path: str, body: object) -> dict[str, str]:

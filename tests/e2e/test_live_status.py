@@ -11,7 +11,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
-from tests.support.local_servers import RunningServer, call, local_server
+from tests.support.local_server import RunningServer, call, local_server
 
 pytestmark = pytest.mark.e2e
 HARNESS = Path(__file__).with_name("failing_summarizer_server.py")

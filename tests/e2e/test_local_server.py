@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-import json
-import os
-import socket
-import subprocess
-import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.local_server import call, local_server
+
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
 PROFILE = """
 blocks:
   - {label: soul, kind: static, content: You are a ship's navigator.}
@@ -28,41 +21,10 @@ searchable_history: history
 """
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    data = tmp_path_factory.mktemp("local-server")
-    (data / "profile.yaml").write_text(PROFILE, encoding="utf-8")
-    port = free_port()
-    env = {**os.environ, "THREADLOOM_PROFILE": str(data / "profile.yaml")}
-    command = [sys.executable, "-m", "threadloom.local_server", "--port", str(port), "--data-dir", str(data / "d")]
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        assert process.stdout is not None
-        banner = process.stdout.readline()
-        assert f"http://127.0.0.1:{port}" in banner, banner
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        assert process.wait(timeout=10) is not None
-
-
-def call(base: str, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None) -> tuple[int, Any]:
-    data = json.dumps(body).encode("utf-8") if body is not None else None
-    request = urllib.request.Request(base + path, data=data, method=method)
-    request.add_header("content-type", "application/json")
-    for key, value in (headers or {}).items():
-        request.add_header(key, value)
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, json.loads(response.read() or b"null")
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"null")
+    with local_server(tmp_path_factory.mktemp("local-server") / "d", profile=PROFILE) as server:
+        yield server.url
 
 
 def msg(message_id: str, role: str, text: str) -> dict[str, Any]:

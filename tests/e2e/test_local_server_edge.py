@@ -4,37 +4,20 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_fuzz_openapi import wait_for_banner
-from tests.e2e.test_local_server import free_port
+from tests.support.local_server import local_server
 
 pytestmark = pytest.mark.e2e
-ROOT = Path(__file__).resolve().parents[2]
 ORIGIN = "https://app.example"
 
 
 @pytest.fixture(scope="module")
 def port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    data = tmp_path_factory.mktemp("edge")
-    port = free_port()
-    command = [sys.executable, "-m", "threadloom.local_server", "--port", str(port), "--data-dir", str(data / "d")]
-    env = {**os.environ, "THREADLOOM_CORS_ORIGINS": ORIGIN}
-    log = data / "server.log"
-    with log.open("w") as sink:
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT)
-    try:
-        wait_for_banner(log, port)
-        yield port
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    with local_server(tmp_path_factory.mktemp("edge") / "d", env={"THREADLOOM_CORS_ORIGINS": ORIGIN}) as running:
+        yield running.port
 
 
 def send(

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.local_servers import ROOT, RunningServer, local_server
+from tests.support.local_server import ROOT, RunningServer, local_server
 
 pytestmark = pytest.mark.e2e
 

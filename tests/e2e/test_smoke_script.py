@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.e2e.test_local_server import ROOT, free_port
+from tests.support.local_server import ROOT, free_port, local_server
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -21,18 +21,9 @@ SCRIPT = ROOT / "scripts" / "smoke_test.py"
 
 
 @pytest.fixture(scope="module")
-def local_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    data = tmp_path_factory.mktemp("smoke")
-    port = free_port()
-    command = [sys.executable, "-m", "threadloom.local_server", "--port", str(port), "--data-dir", str(data)]
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        assert process.stdout is not None
-        assert f"http://127.0.0.1:{port}" in process.stdout.readline()
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+def smoke_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with local_server(tmp_path_factory.mktemp("smoke") / "d") as server:
+        yield server.url
 
 
 def smoke(*arguments: str) -> subprocess.CompletedProcess[str]:
@@ -41,17 +32,17 @@ def smoke(*arguments: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False, env=env)
 
 
-def test_the_smoke_test_passes_against_the_local_server(local_server: str) -> None:
-    result = smoke(local_server, "--token", "ignored-locally")
+def test_the_smoke_test_passes_against_the_local_server(smoke_server: str) -> None:
+    result = smoke(smoke_server, "--token", "ignored-locally")
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0] == "ok  health: the API answers and its storage is reachable"
-    assert lines[-2:] == ["ok  deleted the session", f"smoke test passed against {local_server}"]
+    assert lines[-2:] == ["ok  deleted the session", f"smoke test passed against {smoke_server}"]
     assert len(lines) == 8
 
 
-def test_the_base_url_can_come_from_the_stack_outputs(local_server: str, tmp_path: Path) -> None:
-    outputs = {"Stacks": [{"Outputs": [{"OutputKey": "ApiUrl", "OutputValue": local_server + "/"}]}]}
+def test_the_base_url_can_come_from_the_stack_outputs(smoke_server: str, tmp_path: Path) -> None:
+    outputs = {"Stacks": [{"Outputs": [{"OutputKey": "ApiUrl", "OutputValue": smoke_server + "/"}]}]}
     (tmp_path / "outputs.json").write_text(json.dumps(outputs), encoding="utf-8")
     result = smoke("--outputs", str(tmp_path / "outputs.json"))
     assert result.returncode == 0, result.stderr

@@ -26,8 +26,8 @@ class Target:
 
 @pytest.fixture(scope="session")
 def integration_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with local_server(tmp_path_factory.mktemp("integrations-server")) as url:
-        yield url
+    with local_server(tmp_path_factory.mktemp("integrations-server") / "d") as server:
+        yield server.url
 
 
 @pytest.fixture(params=["sqlite", "postgres", "http"])
