@@ -15,7 +15,7 @@ import yaml
 
 from tests.contract.test_app_contract import ROOT, CfnLoader
 
-NO_DATABASE_FUNCTIONS = {"WebSocketAuthorizerFunction", "MigrationsFunction"}
+NO_DATABASE_FUNCTIONS = {"WebSocketAuthorizerFunction", "MigrationsFunction", "LivePublisherFunction"}
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,4 @@
-"""The live-status WebSocket API in template.yaml: routes, $connect authorizer, stage, table, least privilege."""
+"""The live-status WebSocket API in template.yaml: routes, $connect authorizer, stage, table, publishing, privileges."""
 
 from __future__ import annotations
 
@@ -7,11 +7,14 @@ from typing import Any
 
 import pytest
 import yaml
+from threadloom.live.aws.relay import DELIVERY_BUDGET_SECONDS
 
 from tests.contract.test_app_contract import ROOT, CfnLoader
 
 ROUTES = {"$connect", "$disconnect", "subscribe", "unsubscribe", "$default"}
 PUBLISHERS = ("ApiFunction", "CompactionFunction")
+"""The functions in the VPC whose writes publish live events."""
+CONNECTIONS_ARN_SUFFIX = ":${WebSocketApi}/${WebSocketStage}/POST/@connections/*"
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +29,30 @@ def of_type(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
 def statements(function: dict[str, Any]) -> list[dict[str, Any]]:
     policies = function["Properties"].get("Policies", [])
     return [statement for policy in policies if "Statement" in policy for statement in policy["Statement"]]
+
+
+def policies_when(function: dict[str, Any], *, queue: bool) -> list[Any]:
+    """The function's policies as deployed with LivePublishing=queue (or direct): ``Fn::If`` on it resolved."""
+    resolved = []
+    for declared in function["Properties"].get("Policies", []):
+        policy = declared
+        if isinstance(declared, dict) and "Fn::If" in declared:
+            condition, when_true, when_false = declared["Fn::If"]
+            assert condition == "LiveThroughQueue"
+            policy = when_true if queue else when_false
+        if policy != {"Ref": "AWS::NoValue"}:
+            resolved.append(policy)
+    return resolved
+
+
+def manage_connections(policies: list[Any]) -> list[dict[str, Any]]:
+    return [
+        statement
+        for policy in policies
+        if isinstance(policy, dict) and "Statement" in policy
+        for statement in policy["Statement"]
+        if statement["Action"] == "execute-api:ManageConnections"
+    ]
 
 
 def test_the_api_routes_on_the_action_field(template: dict[str, Any]) -> None:
@@ -100,23 +127,81 @@ def test_the_connections_table_has_keys_and_ttl(template: dict[str, Any]) -> Non
     assert table["BillingMode"] == "PAY_PER_REQUEST" and table["SSESpecification"]["SSEEnabled"] is True
 
 
+def test_live_publishing_is_a_parameter_defaulting_to_the_queue(template: dict[str, Any]) -> None:
+    parameter = template["Parameters"]["LivePublishing"]
+    assert parameter["AllowedValues"] == ["queue", "direct"] and parameter["Default"] == "queue"
+    assert template["Conditions"]["LiveThroughQueue"] == {"Fn::Equals": [{"Ref": "LivePublishing"}, "queue"]}
+
+
 @pytest.mark.parametrize("name", PUBLISHERS)
-def test_publishers_may_post_to_this_stages_connections_only(template: dict[str, Any], name: str) -> None:
+def test_publishers_in_the_vpc_hand_off_to_the_queue_or_post_to_this_stage(template: dict[str, Any], name: str) -> None:
     function = template["Resources"][name]
     variables = function["Properties"]["Environment"]["Variables"]
     assert variables["THREADLOOM_CONNECTIONS_TABLE"] == {"Ref": "ConnectionsTable"}
     assert variables["THREADLOOM_WEBSOCKET_ENDPOINT"]["Fn::Sub"].startswith("https://${WebSocketApi}.execute-api.")
-    manage = [s for s in statements(function) if s["Action"] == "execute-api:ManageConnections"]
-    assert len(manage) == 1
-    resource = manage[0]["Resource"]["Fn::Sub"]
-    assert resource.endswith(":${WebSocketApi}/${WebSocketStage}/POST/@connections/*")
+    assert variables["THREADLOOM_LIVE_PUBLISHING"] == {"Ref": "LivePublishing"}
+    assert variables["THREADLOOM_LIVE_QUEUE_URL"] == {"Ref": "LiveEventsQueue"}
+    # queue: may send to the live-events queue, may not manage connections (it could not reach them anyway)
+    queued = policies_when(function, queue=True)
+    assert {"SQSSendMessagePolicy": {"QueueName": {"Fn::GetAtt": ["LiveEventsQueue", "QueueName"]}}} in queued
+    assert manage_connections(queued) == []
+    # direct: may post to this stage's connections only, may not send to the live-events queue
+    direct = policies_when(function, queue=False)
+    (manage,) = manage_connections(direct)
+    assert manage["Resource"]["Fn::Sub"].endswith(CONNECTIONS_ARN_SUFFIX)
+    assert all("LiveEventsQueue" not in str(policy) for policy in direct)
+    # both: the subscribers Query (and, direct, forgetting gone connections)
     assert {"DynamoDBCrudPolicy": {"TableName": {"Ref": "ConnectionsTable"}}} in function["Properties"]["Policies"]
 
 
 def test_nothing_else_may_manage_connections(template: dict[str, Any]) -> None:
     for name, function in of_type(template, "AWS::Serverless::Function").items():
-        if name not in PUBLISHERS:
+        if name not in (*PUBLISHERS, "LivePublisherFunction"):
             assert all("execute-api:ManageConnections" not in str(s["Action"]) for s in statements(function)), name
+
+
+def test_the_live_events_queue_is_an_encrypted_fifo_queue_with_a_watched_dead_letter_queue(
+    template: dict[str, Any],
+) -> None:
+    resources = template["Resources"]
+    queue = resources["LiveEventsQueue"]["Properties"]
+    dlq = resources["LiveEventsDeadLetterQueue"]["Properties"]
+    assert queue["FifoQueue"] is True and queue["ContentBasedDeduplication"] is False  # one fresh id per event
+    assert (queue["DeduplicationScope"], queue["FifoThroughputLimit"]) == ("messageGroup", "perMessageGroupId")
+    assert queue["SqsManagedSseEnabled"] is True and dlq["SqsManagedSseEnabled"] is True
+    assert dlq["FifoQueue"] is True
+    redrive = queue["RedrivePolicy"]
+    assert redrive["deadLetterTargetArn"] == {"Fn::GetAtt": ["LiveEventsDeadLetterQueue", "Arn"]}
+    publisher = resources["LivePublisherFunction"]["Properties"]
+    assert queue["VisibilityTimeout"] >= 6 * publisher["Timeout"]
+    # a failing message reaches the dead-letter queue before it expires
+    assert queue["MessageRetentionPeriod"] > redrive["maxReceiveCount"] * queue["VisibilityTimeout"]
+    alarm = resources["LiveEventsDeadLetterQueueAlarm"]["Properties"]
+    assert alarm["Dimensions"][0]["Value"] == {"Fn::GetAtt": ["LiveEventsDeadLetterQueue", "QueueName"]}
+    assert (alarm["MetricName"], alarm["Threshold"]) == ("ApproximateNumberOfMessagesVisible", 0)
+
+
+def test_the_live_publisher_runs_outside_the_vpc_with_least_privilege(template: dict[str, Any]) -> None:
+    function = template["Resources"]["LivePublisherFunction"]
+    properties = function["Properties"]
+    assert function["IgnoreGlobals"] == ["VpcConfig"]  # the Management API is only reachable over the internet
+    variables = properties["Environment"]["Variables"]
+    assert variables["THREADLOOM_CONNECTIONS_TABLE"] == {"Ref": "ConnectionsTable"}
+    assert variables["THREADLOOM_WEBSOCKET_ENDPOINT"]["Fn::Sub"].startswith("https://${WebSocketApi}.execute-api.")
+    assert (ROOT / properties["CodeUri"] / f"{properties['Handler'].split('.')[0]}.py").is_file()
+    # only: post to this stage's connections, and forget a gone connection (Query its items, delete them)
+    (policy,) = properties["Policies"]
+    manage, forget = policy["Statement"]
+    assert manage["Action"] == "execute-api:ManageConnections"
+    assert manage["Resource"]["Fn::Sub"].endswith(CONNECTIONS_ARN_SUFFIX)
+    assert sorted(forget["Action"]) == ["dynamodb:BatchWriteItem", "dynamodb:DeleteItem", "dynamodb:Query"]
+    assert forget["Resource"] == {"Fn::GetAtt": ["ConnectionsTable", "Arn"]}
+    # fed by the live-events queue, reporting partial batch failures, a batch finishing inside the timeout
+    (event,) = properties["Events"].values()
+    assert event["Type"] == "SQS"
+    assert event["Properties"]["Queue"] == {"Fn::GetAtt": ["LiveEventsQueue", "Arn"]}
+    assert event["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert event["Properties"]["BatchSize"] * DELIVERY_BUDGET_SECONDS + 3 <= properties["Timeout"]
 
 
 def test_the_stage_deploys_itself_and_the_url_is_an_output(template: dict[str, Any]) -> None:
@@ -157,8 +242,11 @@ def monkeypatch_module() -> Iterator[pytest.MonkeyPatch]:
         yield patch
 
 
-def test_sam_keeps_the_authorizer_out_of_the_vpc_and_the_routes_in(transformed: dict[str, Any]) -> None:
-    assert "VpcConfig" not in transformed["WebSocketAuthorizerFunction"]["Properties"]
+def test_sam_keeps_the_authorizer_and_the_publisher_out_of_the_vpc_and_the_routes_in(
+    transformed: dict[str, Any],
+) -> None:
+    for name in ("WebSocketAuthorizerFunction", "LivePublisherFunction"):
+        assert "VpcConfig" not in transformed[name]["Properties"], name
     for name in ("WebSocketFunction", "ApiFunction", "CompactionFunction"):
         assert "VpcConfig" in transformed[name]["Properties"], name
 

@@ -36,6 +36,7 @@ logger = logging.getLogger(__name__)
 
 Backend = Literal["sqlite", "postgres"]
 CompactionMode = Literal["sqs", "in-process", "inline"]
+LivePublishing = Literal["queue", "direct", "none"]
 DEFAULT_SQLITE_PATH = "/tmp/threadloom.db"  # Lambda's only writable folder
 
 
@@ -56,6 +57,10 @@ class Settings:
     idempotency_table: str | None = None
     connections_table: str | None = None
     websocket_endpoint: str | None = None
+    #: How live events leave the process on AWS: ``queue`` (hand-off to the publisher function, for functions in
+    #: a VPC without a NAT), ``direct`` (post through the Management API) or ``none``; see docs/live-status.md.
+    live_publishing: LivePublishing = "none"
+    live_queue_url: str | None = None
     export_bucket: str | None = None
     export_inline_bytes: int = 5 * 1024 * 1024
     admin_scope: str = "threadloom/admin"
@@ -84,6 +89,16 @@ class Settings:
             raise ValidationError(f"THREADLOOM_COMPACTION_MODE must be sqs, in-process or inline, not {mode!r}")
         if mode == "sqs" and not queue_url:
             raise ValidationError("THREADLOOM_COMPACTION_MODE=sqs needs THREADLOOM_COMPACTION_QUEUE_URL")
+        live_queue_url = get("THREADLOOM_LIVE_QUEUE_URL")
+        endpoint = get("THREADLOOM_WEBSOCKET_ENDPOINT")
+        default_live = "queue" if live_queue_url else "direct" if endpoint else "none"
+        live = (get("THREADLOOM_LIVE_PUBLISHING") or default_live).lower()
+        if live not in ("queue", "direct", "none"):
+            raise ValidationError(f"THREADLOOM_LIVE_PUBLISHING must be queue, direct or none, not {live!r}")
+        if live == "queue" and not live_queue_url:
+            raise ValidationError("THREADLOOM_LIVE_PUBLISHING=queue needs THREADLOOM_LIVE_QUEUE_URL")
+        if live == "direct" and not endpoint:
+            raise ValidationError("THREADLOOM_LIVE_PUBLISHING=direct needs THREADLOOM_WEBSOCKET_ENDPOINT")
         sam_local = env.get("AWS_SAM_LOCAL") == "true"
         if backend == "sqlite" and env.get("AWS_LAMBDA_FUNCTION_NAME") and not sam_local:
             raise ValidationError(
@@ -106,7 +121,9 @@ class Settings:
             profile_path=get("THREADLOOM_PROFILE"),
             idempotency_table=get("THREADLOOM_IDEMPOTENCY_TABLE"),
             connections_table=get("THREADLOOM_CONNECTIONS_TABLE"),
-            websocket_endpoint=get("THREADLOOM_WEBSOCKET_ENDPOINT"),
+            websocket_endpoint=endpoint,
+            live_publishing=live,  # type: ignore[arg-type]
+            live_queue_url=live_queue_url,
             export_bucket=get("THREADLOOM_EXPORT_BUCKET"),
             export_inline_bytes=_positive_int(get("THREADLOOM_EXPORT_INLINE_BYTES"), 5 * 1024 * 1024),
             admin_scope=get("THREADLOOM_ADMIN_SCOPE") or "threadloom/admin",
@@ -255,15 +272,23 @@ class Runtime:
             return self._publisher
 
     def _build_publisher(self) -> StatusPublisher:
-        """The API Gateway publisher when a WebSocket stage is configured, else one that publishes nowhere."""
+        """The hand-off to the publisher function, the direct Management API publisher, or one publishing nowhere."""
         settings = self.settings
-        if settings.websocket_endpoint:
+        if settings.live_publishing != "none":
             if not settings.connections_table:
-                raise ValidationError("THREADLOOM_WEBSOCKET_ENDPOINT needs THREADLOOM_CONNECTIONS_TABLE")
+                raise ValidationError(
+                    f"THREADLOOM_LIVE_PUBLISHING={settings.live_publishing} needs THREADLOOM_CONNECTIONS_TABLE"
+                )
             from threadloom.live.aws.connections import ConnectionsTable
+
+            connections = ConnectionsTable(settings.connections_table)
+            if settings.live_publishing == "queue":
+                from threadloom.live.aws.queue_publisher import QueuePublisher
+
+                return QueuePublisher(connections, settings.live_queue_url or "")
             from threadloom.live.aws.publisher import ManagementApiPublisher
 
-            return ManagementApiPublisher(ConnectionsTable(settings.connections_table), settings.websocket_endpoint)
+            return ManagementApiPublisher(connections, settings.websocket_endpoint or "")
         from threadloom.live.publisher import NullPublisher
 
         return NullPublisher()

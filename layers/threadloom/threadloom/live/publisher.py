@@ -2,8 +2,9 @@
 
 The runtime attaches one publisher to every tenant's ``SessionManager`` (``attach_publisher``); the
 sessions then publish after each write and around each compaction, in the API process and in the
-compaction worker alike. The local server plugs in ``LocalHub``; the deployed stack a publisher that
-posts through the API Gateway Management API. Publishing is best effort: ``publish_safely`` makes
+compaction worker alike. The local server plugs in ``LocalHub``; the deployed stack either hands events to its
+publisher function through a queue (``threadloom.live.aws.queue_publisher``) or posts them through the API Gateway
+Management API itself (``threadloom.live.aws.publisher``). Publishing is best effort: ``publish_safely`` makes
 sure no publisher failure ever reaches the write that triggered it.
 """
 

@@ -1,22 +1,21 @@
-"""The deployed ``StatusPublisher``: one ``post_to_connection`` per subscriber through the API Gateway Management API.
+"""The direct deployed ``StatusPublisher``: one ``post_to_connection`` per subscriber, from inside the write.
 
-Publishing runs inside the write that triggered it (API function) or the compaction (worker), so it is bounded:
-the subscribers are one Query, each post has short timeouts and no retries, posting stops when the publish budget
-is spent, and nothing it does ever raises. A connection that answers 410 Gone has closed without ``$disconnect``
-reaching us (or before its TTL), so it is removed with all its subscriptions.
+For stacks whose functions reach ``execute-api`` (no VPC, or a NAT): ``LivePublishing=direct`` in template.yaml.
+Functions in private subnets without a NAT cannot reach the Management API (no VPC endpoint serves it), so they
+hand events to the publisher function instead (``threadloom.live.aws.queue_publisher``). Publishing runs inside
+the write that triggered it (API function) or the compaction (worker), so it is bounded: the subscribers are one
+Query, each post has short timeouts and no retries, posting stops when the publish budget is spent, and nothing it
+does ever raises.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 from typing import TYPE_CHECKING
 
-from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
-
 from threadloom.errors import ThreadloomError
+from threadloom.live.aws.posting import ConnectionPoster, management_api_client
 from threadloom.live.events import encode
 from threadloom.live.publisher import PUBLISH_BUDGET_SECONDS
 
@@ -27,17 +26,6 @@ if TYPE_CHECKING:
     from threadloom.live.events import LiveEvent
 
 logger = logging.getLogger(__name__)
-
-_CLIENT_CONFIG = Config(connect_timeout=0.5, read_timeout=0.5, retries={"mode": "standard", "total_max_attempts": 1})
-_GONE = 410
-
-
-@functools.cache
-def management_api_client(endpoint_url: str) -> ApiGatewayManagementApiClient:
-    """The Management API client of one WebSocket stage, built on first use and reused across invocations."""
-    import boto3
-
-    return boto3.session.Session().client("apigatewaymanagementapi", endpoint_url=endpoint_url, config=_CLIENT_CONFIG)
 
 
 class ManagementApiPublisher:
@@ -69,15 +57,8 @@ class ManagementApiPublisher:
         budget_seconds: float = PUBLISH_BUDGET_SECONDS,
     ) -> None:
         self._connections = connections
-        self._endpoint_url = endpoint_url
-        self._client = client
+        self._poster = ConnectionPoster(connections, endpoint_url, client=client)
         self._budget_seconds = budget_seconds
-
-    @property
-    def _api(self) -> ApiGatewayManagementApiClient:
-        if self._client is None:
-            self._client = management_api_client(self._endpoint_url)
-        return self._client
 
     def publish(self, namespace: str, session_id: str, event: LiveEvent) -> None:
         """Post ``event`` to every subscriber of the session; never raises."""
@@ -90,36 +71,7 @@ class ManagementApiPublisher:
         if not subscribers:
             return
         data = encode(event).encode("utf-8")
-        for index, connection_id in enumerate(subscribers):
-            if time.monotonic() >= deadline:
-                logger.warning(
-                    "Live publish of %s for session %r over budget: %d of %d subscribers skipped",
-                    event["type"],
-                    session_id,
-                    len(subscribers) - index,
-                    len(subscribers),
-                )
-                return
-            self._post(connection_id, data)
-
-    def _post(self, connection_id: str, data: bytes) -> None:
-        try:
-            self._api.post_to_connection(ConnectionId=connection_id, Data=data)
-        except ClientError as exc:
-            if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") == _GONE:
-                self._forget(connection_id)
-            else:
-                logger.warning("Post to connection %r failed: %s", connection_id, exc)
-        except BotoCoreError as exc:  # timeouts, connection errors
-            logger.warning("Post to connection %r failed: %s", connection_id, exc)
-
-    def _forget(self, connection_id: str) -> None:
-        try:
-            removed = self._connections.close(connection_id)
-        except ThreadloomError:
-            logger.warning("Could not forget gone connection %r", connection_id, exc_info=True)
-            return
-        logger.info("Connection %r is gone; removed %d items", connection_id, removed)
+        self._poster.post_all(subscribers, data, deadline=deadline, what=f"{event['type']} for session {session_id!r}")
 
 
 __all__ = ["ManagementApiPublisher", "management_api_client"]

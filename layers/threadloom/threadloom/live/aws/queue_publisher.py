@@ -1,0 +1,120 @@
+"""The ``StatusPublisher`` of functions in a VPC without a NAT: hand each event to the publisher function via SQS.
+
+The API Gateway Management API (``https://{api}.execute-api.{region}.amazonaws.com/{stage}/@connections``) is not
+served by any VPC endpoint: an ``execute-api`` interface endpoint only reaches private REST APIs, and a WebSocket
+API cannot be private. So the functions in the private subnets keep the cheap part, the subscribers Query
+(DynamoDB has a gateway endpoint), and only when a session has subscribers send one message to the live-events
+FIFO queue (SQS has an interface endpoint). The publisher function, outside the VPC, posts it
+(``functions/live_publisher``). A write with nobody watching costs the Query alone.
+
+Bounded like every publisher: each SQS call has 0.5 s timeouts and no retries, sending stops when the publish
+budget is spent, and nothing here raises.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from threadloom.errors import ThreadloomError, ValidationError
+from threadloom.live.aws.relay import deduplication_id, message_group_id, relay_messages
+from threadloom.live.publisher import PUBLISH_BUDGET_SECONDS
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.client import SQSClient
+
+    from threadloom.live.aws.connections import ConnectionsTable
+    from threadloom.live.events import LiveEvent
+
+logger = logging.getLogger(__name__)
+
+_CLIENT_CONFIG = Config(connect_timeout=0.5, read_timeout=0.5, retries={"mode": "standard", "total_max_attempts": 1})
+
+
+@functools.cache
+def live_queue_client() -> SQSClient:
+    """An SQS client with short timeouts and no retries, built on first use: a hand-off must stay bounded."""
+    import boto3
+
+    return boto3.session.Session().client("sqs", config=_CLIENT_CONFIG)
+
+
+class QueuePublisher:
+    """Sends each event of a watched session to the live-events FIFO queue, naming its subscribers.
+
+    Parameters
+    ----------
+    connections:
+        The connections table (who is subscribed to what).
+    queue_url:
+        The live-events FIFO queue (its name ends in ``.fifo``).
+    client:
+        An SQS client, for tests; by default ``live_queue_client()``.
+    budget_seconds:
+        Sending stops once this much time has passed (the Protocol's ``PUBLISH_BUDGET_SECONDS``).
+
+    Examples
+    --------
+    >>> publisher = QueuePublisher(ConnectionsTable("connections"), "https://sqs.eu-west-1.amazonaws.com/1/live.fifo")
+    >>> publisher.publish("tenant-a", "s1", session_changed("s1", "append"))  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        connections: ConnectionsTable,
+        queue_url: str,
+        *,
+        client: SQSClient | None = None,
+        budget_seconds: float = PUBLISH_BUDGET_SECONDS,
+    ) -> None:
+        if not queue_url or not queue_url.rstrip("/").endswith(".fifo"):
+            raise ValidationError(f"QueuePublisher needs a FIFO queue URL (ending in .fifo), got {queue_url!r}")
+        self._connections = connections
+        self._queue_url = queue_url
+        self._client = client
+        self._budget_seconds = budget_seconds
+
+    @property
+    def _sqs(self) -> SQSClient:
+        if self._client is None:
+            self._client = live_queue_client()
+        return self._client
+
+    def publish(self, namespace: str, session_id: str, event: LiveEvent) -> None:
+        """Queue ``event`` for the session's subscribers (nothing when it has none); never raises."""
+        deadline = time.monotonic() + self._budget_seconds
+        try:
+            subscribers = self._connections.subscribers(namespace, session_id)
+        except ThreadloomError:
+            logger.warning("Could not read the subscribers of session %r", session_id, exc_info=True)
+            return
+        messages = relay_messages(namespace, session_id, subscribers, event)
+        group = message_group_id(namespace, session_id)
+        for index, message in enumerate(messages):
+            if time.monotonic() >= deadline:
+                logger.warning(
+                    "Live hand-off of %s for session %r over budget: %d of %d messages not sent",
+                    event["type"],
+                    session_id,
+                    len(messages) - index,
+                    len(messages),
+                )
+                return
+            try:
+                self._sqs.send_message(
+                    QueueUrl=self._queue_url,
+                    MessageBody=message.to_json(),
+                    MessageGroupId=group,
+                    MessageDeduplicationId=deduplication_id(),
+                )
+            except (ClientError, BotoCoreError) as exc:
+                logger.warning("Live hand-off of %s for session %r failed: %s", event["type"], session_id, exc)
+                return  # the next call would likely fail the same way; stop rather than spend the budget
+
+
+__all__ = ["QueuePublisher", "live_queue_client"]
