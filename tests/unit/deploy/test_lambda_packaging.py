@@ -1,0 +1,104 @@
+"""What ``sam build`` ships: the layer and the API and compaction functions with .pyc compiled for python3.13.
+
+Lambda's code folders are read-only, so a module without a valid .pyc is compiled again on every cold start.
+Each build target runs here as ``sam build`` runs it (``make build-<LogicalId>`` in a copy of the folder, with
+``ARTIFACTS_DIR``), without the layer's pip step (no network in tests: an empty requirements file).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[3]
+BUILT = {
+    "ThreadloomLayer": "layers/threadloom",
+    "ApiFunction": "functions/api",
+    "CompactionFunction": "functions/compaction",
+}
+CHECKED_HASH = 0b11  # PEP 552 flags: hash-based, and checked against the source on import
+
+pytestmark = [
+    pytest.mark.skipif(shutil.which("make") is None, reason="needs make, as sam build does"),
+    pytest.mark.skipif(sys.version_info[:2] != (3, 13), reason="the build compiles for Lambda's python3.13"),
+]
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    from tests.contract.test_app_contract import CfnLoader
+
+    return yaml.load((ROOT / "template.yaml").read_text(encoding="utf-8"), Loader=CfnLoader)
+
+
+def build(logical_id: str, tmp_path: Path) -> Path:
+    """Run the resource's Makefile target in a copy of its folder, as sam build does; return ARTIFACTS_DIR."""
+    scratch, artifacts = tmp_path / "scratch", tmp_path / "artifacts"
+    shutil.copytree(ROOT / BUILT[logical_id], scratch)
+    artifacts.mkdir()
+    empty = tmp_path / "no-requirements.txt"
+    empty.write_text("", encoding="utf-8")
+    command = ["make", f"build-{logical_id}", f"ARTIFACTS_DIR={artifacts}", f"PYTHON={sys.executable}"]
+    command.append(f"REQUIREMENTS={empty}")
+    result = subprocess.run(command, cwd=scratch, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return artifacts
+
+
+def assert_every_module_ships_a_valid_pyc(folder: Path) -> int:
+    sources = sorted(folder.rglob("*.py"))
+    for source in sources:
+        cached = Path(importlib.util.cache_from_source(str(source)))
+        assert cached.name.endswith(".cpython-313.pyc"), cached
+        header = cached.read_bytes()[:16]
+        assert header[:4] == importlib.util.MAGIC_NUMBER, source
+        assert int.from_bytes(header[4:8], "little") == CHECKED_HASH, source  # not the timestamp zip loses
+        assert header[8:16] == importlib.util.source_hash(source.read_bytes()), source
+    pycs = list(folder.rglob("*.pyc"))
+    assert len(pycs) == len(sources)  # no stale cache copied from a working tree
+    return len(sources)
+
+
+def test_the_layer_and_the_cold_start_functions_are_built_by_their_makefiles(template: dict[str, Any]) -> None:
+    for logical_id, folder in BUILT.items():
+        resource = template["Resources"][logical_id]
+        assert resource["Metadata"]["BuildMethod"] == "makefile", logical_id
+        makefile = (ROOT / folder / "Makefile").read_text(encoding="utf-8")
+        assert f"build-{logical_id}:" in makefile
+        assert "--invalidation-mode checked-hash" in makefile
+    assert template["Resources"]["ThreadloomLayer"]["Metadata"]["BuildArchitecture"] == "arm64"
+    layer = (ROOT / BUILT["ThreadloomLayer"] / "Makefile").read_text(encoding="utf-8")
+    assert "REQUIREMENTS ?= requirements.txt" in layer
+    assert "manylinux2014_aarch64" in layer and "--python-version 3.13" in layer
+
+
+def test_the_layer_ships_threadloom_compiled_under_python(tmp_path: Path) -> None:
+    artifacts = build("ThreadloomLayer", tmp_path)
+    assert (artifacts / "python/threadloom/__init__.py").is_file()
+    assert assert_every_module_ships_a_valid_pyc(artifacts / "python") > 100
+
+
+@pytest.mark.parametrize(
+    ("logical_id", "handler"), [("ApiFunction", "threadloom_api"), ("CompactionFunction", "threadloom_compaction")]
+)
+def test_a_function_ships_its_code_compiled_and_no_makefile(logical_id: str, handler: str, tmp_path: Path) -> None:
+    artifacts = build(logical_id, tmp_path)
+    assert (artifacts / f"{handler}.py").is_file()
+    assert not (artifacts / "Makefile").exists()
+    assert_every_module_ships_a_valid_pyc(artifacts)
+    # The handler imports from the shipped folder, using the shipped .pyc (nothing new is written)
+    before = sorted(artifacts.rglob("*"))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(artifacts), str(ROOT / "layers/threadloom")])}
+    probe = f"import {handler}, sys; print(sys.modules['{handler}'].__cached__)"
+    result = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    assert Path(result.stdout.strip()).is_file()
+    assert sorted(artifacts.rglob("*")) == before
