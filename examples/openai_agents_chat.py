@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from agents import Agent, Model, ModelResponse, Runner, Usage, function_tool, set_tracing_disabled
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 from openai.types.responses.response_reasoning_item import ResponseReasoningItem, Summary
-from threadloom.client import ThreadloomClient
+from threadloom.client import AsyncThreadloomClient
 from threadloom.integrations.openai_agents import ThreadloomSession
 
 if TYPE_CHECKING:
@@ -104,6 +104,12 @@ async def chat(session: ThreadloomSession, prompts: list[str]) -> list[str]:
     return answers
 
 
+async def converse(url: str, session_id: str, prompts: list[str]) -> list[str]:
+    """The SDK is asynchronous, so the session awaits Threadloom's async client on the same event loop."""
+    async with AsyncThreadloomClient(url) as client:
+        return await chat(ThreadloomSession(session_id, client), prompts)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("prompts", nargs="+")
@@ -111,10 +117,9 @@ def main() -> None:
     parser.add_argument("--session", default="openai-agents-demo")
     args = parser.parse_args()
     set_tracing_disabled(True)
-    with ThreadloomClient(args.url) as client:
-        session = ThreadloomSession(args.session, client)
-        for prompt, answer in zip(args.prompts, asyncio.run(chat(session, args.prompts)), strict=True):
-            print(f"you:   {prompt}\nagent: {answer}")
+    answers = asyncio.run(converse(args.url, args.session, args.prompts))
+    for prompt, answer in zip(args.prompts, answers, strict=True):
+        print(f"you:   {prompt}\nagent: {answer}")
 
 
 if __name__ == "__main__":

@@ -7,9 +7,11 @@ import copy
 from typing import Any
 
 import pytest
+from agents import set_tracing_disabled
 from agents.memory import SessionSettings, SQLiteSession
+from threadloom.client import AsyncThreadloomClient, ThreadloomClient
 from threadloom.core.manager import SessionManager
-from threadloom.integrations.openai_agents import ThreadloomSession
+from threadloom.integrations.openai_agents import ThreadloomSession, message_to_item
 
 from examples.openai_agents_chat import chat
 from tests.integrations import driver
@@ -189,3 +191,36 @@ def test_runner_turns_with_tool_calls_resume_in_a_new_process(target: Target, un
         chat(native, ["Remember that the launch is on Friday", "Remember that Ana leads QA", "What do you remember?"])
     )
     assert asyncio.run(native.get_items()) == second["final"]
+
+
+def test_an_async_client_is_awaited_on_the_sdk_event_loop(
+    integration_server: str, unique_key: str, items: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a session over AsyncThreadloomClient, and no worker threads allowed
+    def no_threads(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("an async client needs no worker thread")
+
+    monkeypatch.setattr(asyncio, "to_thread", no_threads)
+    set_tracing_disabled(True)
+
+    async def scenario() -> list[Any]:
+        async with AsyncThreadloomClient(integration_server) as client:
+            session = ThreadloomSession(unique_key, client)
+            with pytest.raises(RuntimeError, match="open"):
+                _ = session.threadloom_session_id
+
+            # Then every item kind round-trips, pop and clear work, and Runner turns run on it
+            await session.add_items(items)
+            assert await session.get_items() == ITEMS and await session.get_items(limit=2) == ITEMS[-2:]
+            assert await session.pop_item() == ITEMS[-1]
+            await session.clear_session()
+            answers = await chat(session, ["Remember that the launch is on Friday", "What do you remember?"])
+            assert answers == ["Noted. I now remember 1 thing(s).", "I remember: the launch is on Friday."]
+            assert session.threadloom_session_id == (await client.open_session(unique_key)).id
+            return await session.get_items()
+
+    stored = asyncio.run(scenario())
+
+    # And the synchronous client reads the same items
+    with ThreadloomClient(integration_server) as sync:
+        assert [message_to_item(m) for m in sync.get_history(sync.open_session(unique_key).id)] == stored

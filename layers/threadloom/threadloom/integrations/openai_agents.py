@@ -1,6 +1,6 @@
 """Threadloom as an OpenAI Agents SDK ``Session`` (``pip install 'threadloom[openai-agents]'``).
 
->>> agent_session = ThreadloomSession("user-42", manager)  # manager: SessionManager or ThreadloomClient
+>>> agent_session = ThreadloomSession("user-42", manager)  # SessionManager, ThreadloomClient or AsyncThreadloomClient
 >>> result = await Runner.run(agent, "Hi", session=agent_session)
 
 Every item the SDK stores (messages, function calls and outputs, reasoning, hosted-tool
@@ -12,12 +12,12 @@ summary instead of the originals (which stay stored).
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from agents.memory.session_settings import SessionSettings, resolve_session_limit
 
+from threadloom.integrations.backend import as_async, is_async
 from threadloom.integrations.messages import (
     marker_part,
     plain_text,
@@ -32,7 +32,7 @@ from threadloom.integrations.messages import (
 if TYPE_CHECKING:
     from agents.items import TResponseInputItem
 
-    from threadloom.integrations.backend import ThreadloomBackend
+    from threadloom.integrations.backend import AsyncThreadloomBackend, ThreadloomBackend
     from threadloom.records import Message
 
 SOURCE: Final = "openai-agents"
@@ -84,14 +84,15 @@ class ThreadloomSession:
     """An SDK ``Session`` whose items live in the Threadloom session named by ``session_id``.
 
     The Threadloom session is created on first use (``open_session(session_id)``), so the same
-    ``session_id`` resumes the conversation from any process. Calls to a synchronous
-    ``SessionManager``/``ThreadloomClient`` run in a worker thread, off the event loop.
+    ``session_id`` resumes the conversation from any process. An ``AsyncThreadloomClient`` is
+    awaited on the SDK's event loop; a synchronous ``SessionManager``/``ThreadloomClient`` runs
+    in a worker thread, off the event loop.
     """
 
     def __init__(
         self,
         session_id: str,
-        manager: ThreadloomBackend,
+        manager: ThreadloomBackend | AsyncThreadloomBackend,
         *,
         session_settings: SessionSettings | None = None,
         name: str | None = None,
@@ -99,47 +100,55 @@ class ThreadloomSession:
         self.session_id = session_id
         self.session_settings: SessionSettings | None = session_settings or SessionSettings()
         self.manager = manager
+        self._backend = as_async(manager)
         self._name = name
         self._threadloom_id: str | None = None
 
     @property
     def threadloom_session_id(self) -> str:
-        """The Threadloom session holding this conversation (opened on first access)."""
+        """The Threadloom session holding this conversation (opened on first access).
+
+        With an asynchronous manager it is known once any method has been awaited (or after
+        ``await open()``); before that, reading it raises ``RuntimeError``.
+        """
         if self._threadloom_id is None:
-            info = self.manager.open_session(self.session_id, name=self._name, source=SOURCE)
+            if is_async(self.manager):
+                raise RuntimeError("await session.open() first: an asynchronous manager cannot be called here")
+            manager = cast("ThreadloomBackend", self.manager)
+            self._threadloom_id = manager.open_session(self.session_id, name=self._name, source=SOURCE).id
+        return self._threadloom_id
+
+    async def open(self) -> str:
+        """The Threadloom session's id, opening (creating) it on first use."""
+        if self._threadloom_id is None:
+            info = await self._backend.open_session(self.session_id, name=self._name, source=SOURCE)
             self._threadloom_id = info.id
         return self._threadloom_id
 
-    def _items(self, limit: int | None) -> list[TResponseInputItem]:
-        history = self.manager.get_history(self.threadloom_session_id)
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """The latest ``limit`` items (all when None), oldest first."""
+        limit = resolve_session_limit(limit, self.session_settings)
+        history = await self._backend.get_history(await self.open())
         if limit is not None:
             history = history[-limit:] if limit > 0 else []
         return [message_to_item(message) for message in history]
 
-    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
-        """The latest ``limit`` items (all when None), oldest first."""
-        return await asyncio.to_thread(self._items, resolve_session_limit(limit, self.session_settings))
-
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Appended as one chain: all of a turn's items are stored, or none."""
         if items:
-            messages = [item_to_message(item) for item in items]
-            await asyncio.to_thread(self.manager.append_all, self.threadloom_session_id, messages)
-
-    def _pop(self) -> TResponseInputItem | None:
-        session_id = self.threadloom_session_id
-        leaf = self.manager.get_session(session_id).get_latest_leaf()
-        if leaf is None:
-            return None
-        self.manager.delete_messages(session_id, [str(leaf["id"])])
-        return message_to_item(leaf)
+            await self._backend.append_all(await self.open(), [item_to_message(item) for item in items])
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the newest item (the latest leaf)."""
-        return await asyncio.to_thread(self._pop)
+        session_id = await self.open()
+        leaf = await self._backend.get_session(session_id).get_latest_leaf()
+        if leaf is None:
+            return None
+        await self._backend.delete_messages(session_id, [str(leaf["id"])])
+        return message_to_item(leaf)
 
     async def clear_session(self) -> None:
-        await asyncio.to_thread(self.manager.clear_messages, self.threadloom_session_id)
+        await self._backend.clear_messages(await self.open())
 
 
 __all__ = ["SOURCE", "ThreadloomSession", "item_to_message", "message_to_item"]
