@@ -16,17 +16,25 @@ import pytest
 from moto import mock_aws
 from threadloom.api.profile import load_profile
 from threadloom.api.runtime import Runtime, Settings, set_runtime
+from threadloom.compaction.queue import CompactionRequest
 from threadloom.live.aws.connections import ConnectionsTable
 from threadloom.live.aws.posting import ConnectionPoster
 from threadloom.live.aws.queue_publisher import QueuePublisher
 from threadloom.live.aws.relay import RelayMessage, message_group_id
 from threadloom.live.events import session_changed
 
-from tests.integration.compaction.sqs_lambda import FakeLambdaContext, event_from_messages, load_event, receive
+from tests.integration.compaction.sqs_lambda import (
+    FakeLambdaContext,
+    event_from_messages,
+    event_from_requests,
+    load_event,
+    receive,
+)
 from tests.support.api import SEED, TENANT, invoke
 from tests.support.api import load_event as load_api_event
 from tests.support.connections import CONNECTIONS_TABLE, create_connections_table
 from tests.support.management_api import RecordingManagementApi
+from tests.support.messages import text_message
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -37,6 +45,7 @@ if TYPE_CHECKING:
 ENDPOINT = "https://abc123.execute-api.eu-west-1.amazonaws.com/dev"
 SESSION = "s-demo"
 CONTEXT = FakeLambdaContext(function_name="threadloom-live-publisher")
+PROFILE = "compaction: {threshold: 100000, protect_head: 1, tail_token_budget: 30, min_tail_messages: 2}\n"
 
 
 @pytest.fixture
@@ -112,7 +121,7 @@ def runtime(tmp_path: Path, aws: tuple[ConnectionsTable, SQSClient, str]) -> Ite
     """The API function's runtime as deployed with LivePublishing=queue, ``s-demo`` watched by c-watch and c-gone."""
     table, sqs, url = aws
     profile = tmp_path / "profile.yaml"
-    profile.write_text("compaction: {threshold: 100000}\n", encoding="utf-8")
+    profile.write_text(PROFILE, encoding="utf-8")
     built = Runtime(
         Settings(sqlite_path=str(tmp_path / "api.db"), compaction_mode="inline"),
         profile=load_profile(profile),
@@ -162,3 +171,36 @@ def test_a_write_nobody_watches_queues_nothing(
     status, body = invoke(load_api_event("append"))
     assert status == 201, body
     assert receive(sqs, url) == []
+
+
+def test_a_compaction_in_the_vpc_reaches_the_watchers_compacting_then_idle(
+    aws: tuple[ConnectionsTable, SQSClient, str], api: RecordingManagementApi, runtime: Runtime
+) -> None:
+    import threadloom_compaction
+
+    _table, sqs, url = aws
+    manager = runtime.manager(TENANT)
+    for index in range(6):
+        manager.append(SESSION, text_message(f"extra-{index}", "Another doubloon for the ledger " * 5))
+    while appended := receive(sqs, url):  # the appends' events: not under test here
+        for message in appended:
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    # When the compaction worker compacts the session (built over the process runtime, as in Lambda)
+    threadloom_compaction.set_worker(None)
+    try:
+        response = threadloom_compaction.lambda_handler(
+            event_from_requests(CompactionRequest.create(TENANT, SESSION, None)), CONTEXT
+        )
+    finally:
+        threadloom_compaction.set_worker(None)
+    assert response == {"batchItemFailures": []}
+    # And the publisher function handles what the worker queued, one poll at a time as the event source mapping does
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    while messages := receive(sqs, url):
+        assert handle(event_from_messages(messages, arn)) == {"batchItemFailures": []}
+        for message in messages:
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    # Then the watcher saw compacting first and idle (with the tokens before) last, never the other way round
+    statuses = [event for event in api.events_for("c-watch") if event["type"] == "session_status"]
+    assert statuses and statuses[0]["phase"] == "compacting"
+    assert statuses[-1]["phase"] == "idle" and isinstance(statuses[-1]["compacted"]["tokensBefore"], int)
