@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
 from threadloom.api.observability import logger, metrics, tracer
+from threadloom.correlation import MESSAGE_ATTRIBUTE
 from threadloom.live.aws.relay import DELIVERY_BUDGET_SECONDS, RelayMessage
 
 if TYPE_CHECKING:
@@ -51,6 +52,10 @@ def set_poster(poster: ConnectionPoster | None) -> None:
 @tracer.capture_method(capture_response=False)
 def record_handler(record: SQSRecord) -> str:
     logger.remove_keys(["namespace", "session_id", "sqs_message_id"])  # the previous record's, never this one's
+    # The API request whose write published this event, when it said (else the message itself).
+    attribute = record.message_attributes[MESSAGE_ATTRIBUTE]  # None when absent (Powertools' mapping)
+    api_request_id = attribute.string_value if attribute is not None else None
+    logger.set_correlation_id(api_request_id or record.message_id)
     logger.append_keys(sqs_message_id=record.message_id)
     message = RelayMessage.from_json(record.body)  # ValidationError: the record fails (and ends in the DLQ)
     logger.append_keys(namespace=message.namespace, session_id=message.session_id)

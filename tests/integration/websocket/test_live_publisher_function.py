@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import pytest
 from moto import mock_aws
+from threadloom.api.observability import logger
 from threadloom.api.profile import load_profile
 from threadloom.api.runtime import Runtime, Settings, set_runtime
 from threadloom.compaction.queue import CompactionRequest
+from threadloom.correlation import MESSAGE_ATTRIBUTE
 from threadloom.live.aws.connections import ConnectionsTable
 from threadloom.live.aws.posting import ConnectionPoster
 from threadloom.live.aws.queue_publisher import QueuePublisher
@@ -144,14 +146,19 @@ def test_a_write_in_the_vpc_reaches_the_watchers_through_the_queue(
     table, sqs, url = aws
     api.gone.add("c-gone")
     # When the sample append goes through the API Lambda (which cannot reach the Management API) ...
-    status, body = invoke(load_api_event("append"))
+    append = load_api_event("append")
+    status, body = invoke(append)
     assert status == 201, body
     assert api.posts == []  # nothing posted from inside the VPC
     # ... and the event source mapping hands what was queued to the publisher function
     messages = receive(sqs, url)
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
     response = handle(event_from_messages(messages, arn))
-    # Then the watcher got the status and the change, in the order they were published, without content
+    # Then the publisher function's log lines carry the id of the API request that wrote
+    request_id = append["requestContext"]["requestId"]
+    assert {message["MessageAttributes"][MESSAGE_ATTRIBUTE]["StringValue"] for message in messages} == {request_id}
+    assert logger.get_correlation_id() == request_id
+    # And the watcher got the status and the change, in the order they were published, without content
     assert response == {"batchItemFailures": []}
     queued = [json.loads(message["Body"])["event"] for message in messages]
     assert api.events_for("c-watch") == queued

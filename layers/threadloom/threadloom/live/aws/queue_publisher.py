@@ -7,8 +7,10 @@ API cannot be private. So the functions in the private subnets keep the cheap pa
 FIFO queue (SQS has an interface endpoint). The publisher function, outside the VPC, posts it
 (``functions/live_publisher``). A write with nobody watching costs the Query alone.
 
-Bounded like every publisher: each SQS call has 0.5 s timeouts and no retries, sending stops when the publish
-budget is spent, and nothing here raises.
+The id of the API request that wrote (if any) travels as the message attribute ``threadloom-correlation-id``, as
+on the compaction queue, so the publisher function's log lines name the request. Bounded like every publisher:
+each SQS call has 0.5 s timeouts and no retries, sending stops when the publish budget is spent, and nothing here
+raises.
 """
 
 from __future__ import annotations
@@ -21,12 +23,14 @@ from typing import TYPE_CHECKING
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from threadloom import correlation
 from threadloom.errors import ThreadloomError, ValidationError
 from threadloom.live.aws.relay import deduplication_id, message_group_id, relay_messages
 from threadloom.live.publisher import PUBLISH_BUDGET_SECONDS
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.client import SQSClient
+    from mypy_boto3_sqs.type_defs import MessageAttributeValueTypeDef
 
     from threadloom.live.aws.connections import ConnectionsTable
     from threadloom.live.events import LiveEvent
@@ -95,6 +99,12 @@ class QueuePublisher:
             return
         messages = relay_messages(namespace, session_id, subscribers, event)
         group = message_group_id(namespace, session_id)
+        correlation_id = correlation.current()
+        attributes: dict[str, MessageAttributeValueTypeDef] = (
+            {correlation.MESSAGE_ATTRIBUTE: {"DataType": "String", "StringValue": correlation_id}}
+            if correlation_id
+            else {}
+        )
         for index, message in enumerate(messages):
             if time.monotonic() >= deadline:
                 logger.warning(
@@ -111,6 +121,7 @@ class QueuePublisher:
                     MessageBody=message.to_json(),
                     MessageGroupId=group,
                     MessageDeduplicationId=deduplication_id(),
+                    MessageAttributes=attributes,
                 )
             except (ClientError, BotoCoreError) as exc:
                 logger.warning("Live hand-off of %s for session %r failed: %s", event["type"], session_id, exc)
