@@ -36,8 +36,8 @@ Scenario = Callable[[AsyncThreadloomClient], Awaitable[None]]
 
 @pytest.fixture(scope="module")
 def server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with local_server(tmp_path_factory.mktemp("async-client-api"), profile=PROFILE) as url:
-        yield url
+    with local_server(tmp_path_factory.mktemp("async-client-api") / "d", profile=PROFILE) as running:
+        yield running.url
 
 
 def against(url: str, scenario: Scenario, **options: Any) -> None:

@@ -88,3 +88,6 @@ def test_ids_a_path_cannot_carry_are_refused_and_accepted_ones_read_back(port: i
     assert send(port, "POST", f"/sessions/{created}/messages", good, json_headers)[0] == 201
     assert send(port, "GET", f"/sessions/{created}/messages/a.b~c:d@e")[0] == 200
     assert send(port, "GET", f"/sessions/{created}/messages/my%20id")[0] == 404
+    # Percent-encoded as many clients send it (encodeURIComponent), decoded as API Gateway decodes it.
+    assert send(port, "GET", f"/sessions/{created}/messages/a.b~c%3Ad%40e")[0] == 200
+    assert send(port, "GET", f"/sessions/{created}/messages/a.b~c%3Ad%40e%3Fx")[0] == 200  # cut at the "?"

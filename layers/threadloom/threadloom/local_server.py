@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -73,6 +73,8 @@ class _Context:
 def to_event(method: str, target: str, headers: dict[str, str], body: bytes, tenant: str) -> dict[str, Any]:
     """An API Gateway HTTP API (payload 2.0) event, as the JWT authorizer would pass it on."""
     parts = urlsplit(target)
+    # As API Gateway does: the path arrives percent-decoded and cut at a decoded "?".
+    path = unquote(parts.path).split("?", 1)[0]
     query = dict(parse_qsl(parts.query, keep_blank_values=True))
     now = datetime.now(UTC)
     text: str | None = None
@@ -88,7 +90,7 @@ def to_event(method: str, target: str, headers: dict[str, str], body: bytes, ten
     return {
         "version": "2.0",
         "routeKey": "$default",
-        "rawPath": parts.path,
+        "rawPath": path,
         "rawQueryString": parts.query,
         "headers": lowered,
         **({"queryStringParameters": query} if query else {}),
@@ -97,7 +99,7 @@ def to_event(method: str, target: str, headers: dict[str, str], body: bytes, ten
             "apiId": "local",
             "domainName": "localhost",
             "domainPrefix": "localhost",
-            "http": {"method": method, "path": parts.path, "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1"},
+            "http": {"method": method, "path": path, "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1"},
             "requestId": str(uuid.uuid4()),
             "routeKey": "$default",
             "stage": "$default",

@@ -262,6 +262,14 @@ def test_every_accepted_id_reads_back_through_a_decoded_raw_path(runtime: Runtim
     assert call("GET", f"/sessions/{SID}/messages/a%3Fb")[0] == 404
 
 
+@pytest.mark.parametrize("path", ["/subjects/tab\there/erase", "/sessions/s\x14x/history", "/sessions/a\x7fb"])
+def test_a_decoded_path_with_characters_no_route_takes_is_400_not_no_such_route(runtime: Runtime, path: str) -> None:
+    method = "POST" if path.endswith("/erase") else "GET"
+    status, body = call(method, path)
+    assert status == 400, body
+    assert body["error"]["code"] == "bad_request" and "U+00" in body["error"]["message"]
+
+
 def test_roles_are_validated(runtime: Runtime) -> None:
     """Seen: ``role: "wizard"`` was accepted and became the leaf."""
     status, _, message = error(call("POST", f"/sessions/{SID}/messages", {"message": text("w", "wizard", "x")}))

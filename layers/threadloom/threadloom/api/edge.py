@@ -18,6 +18,7 @@ import base64
 import binascii
 import json
 import os
+import re
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.event_handler import CORSConfig
@@ -57,9 +58,20 @@ def cors_config(environ: Mapping[str, str] | None = None) -> CORSConfig | None:
     )
 
 
+# API Gateway decodes the path; a route parameter matches only these characters (the event
+# handler's own set), so anything else would be a misleading "No such route".
+_PATH_CHARACTER_OUTSIDE_ROUTES = re.compile(r"[^-._~()'!*:@,;=+&$%<> \[\]{}|^\w/]")
+
+
 def check_event(event: Mapping[str, Any], limits: Limits) -> None:
     """Raise the typed error for anything in an API Gateway v2 event the resolver cannot safely parse."""
-    check_text(event.get("rawPath") or "", "request path")
+    path = check_text(event.get("rawPath") or "", "request path")
+    odd = _PATH_CHARACTER_OUTSIDE_ROUTES.search(path)
+    if odd is not None:
+        character = odd.group()
+        raise ValidationError(
+            f"The request path contains {character!r} (U+{ord(character):04X}), which no id or name in a path may hold"
+        )
     for name, value in (event.get("queryStringParameters") or {}).items():
         check_text(name, "query parameter name")
         check_text(value, f"query parameter {name!r}")

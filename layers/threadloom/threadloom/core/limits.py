@@ -36,9 +36,9 @@ ROLES: Final = ("system", "user", "assistant")
 ID_ALPHABET: Final = "A-Z a-z 0-9 - _ . ~ : @"
 """Characters an id may use: the ones a URL path carries unchanged, so an accepted id can always be addressed.
 
-API Gateway hands the Lambda a percent-decoded ``rawPath`` cut at a decoded ``?``; the local
-server does not decode. With this alphabet both see the same id, so ``GET .../messages/{id}``
-finds every message that was accepted.
+API Gateway hands the Lambda a percent-decoded ``rawPath`` cut at a decoded ``?``, and the local
+server decodes the same way. With this alphabet an id reads back whether a client sends it as is
+or percent-encoded (``a%3Ab`` is ``a:b``), so ``GET .../messages/{id}`` finds every accepted message.
 """
 _ID_PATTERN: Final = re.compile(r"[A-Za-z0-9_.~:@-]+")
 
