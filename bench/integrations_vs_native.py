@@ -129,7 +129,7 @@ def main() -> None:
             with tempfile.TemporaryDirectory() as tmp:
                 figures = run(Path(tmp))
             if figures is None:
-                print(f"{name:<16}skipped: pip install langchain-community greenlet for its SQLChatMessageHistory")
+                print(f"{name:<16}skipped: pip install 'threadloom[bench]' for its SQLChatMessageHistory")
                 break
             na, nr, oa, orr = (median_ms(samples) for samples in figures)
             print(
