@@ -5,7 +5,8 @@
 
 Each argument is one user turn; run it again later (a new process) and the history is still
 there. A scripted chat model answers by default, so no credentials are needed; set
-THREADLOOM_BEDROCK_MODEL_ID (and ``pip install langchain-aws``) to use Bedrock.
+THREADLOOM_BEDROCK_MODEL_ID (with AWS credentials, and ``pip install 'threadloom[examples]'`` for
+langchain-aws) to use Bedrock's Converse API.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 from threadloom.client import ThreadloomClient
@@ -24,6 +25,9 @@ from threadloom.integrations.langchain import ThreadloomChatMessageHistory
 if TYPE_CHECKING:
     from langchain_core.chat_history import BaseChatMessageHistory
     from langchain_core.runnables import Runnable
+
+
+INSTRUCTIONS = "Save facts with save_note; recall them when asked."
 
 
 @tool
@@ -65,10 +69,10 @@ def build_model() -> Runnable[Any, BaseMessage]:
 
 
 def chat_turn(history: BaseChatMessageHistory, model: Runnable[Any, BaseMessage], prompt: str) -> str:
-    """One user turn: the model sees the whole stored history, tool calls run until it answers."""
+    """One user turn: the model sees the instructions and the whole stored history; tool calls run until it answers."""
     history.add_user_message(prompt)
     while True:
-        reply = model.invoke(history.messages)
+        reply = model.invoke([SystemMessage(content=INSTRUCTIONS), *history.messages])
         history.add_message(reply)
         calls = reply.tool_calls if isinstance(reply, AIMessage) else []
         if not calls:

@@ -5,7 +5,7 @@
 
 Each argument is one user turn; run it again later (a new process) and the agent still knows
 what it saved. A scripted model answers by default, so no key or network is needed; set
-THREADLOOM_BEDROCK_MODEL_ID (and ``pip install 'openai-agents[litellm]'``) to talk to Bedrock.
+THREADLOOM_BEDROCK_MODEL_ID (with AWS credentials) to talk to Bedrock through its Converse API.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
-from agents import Agent, Model, ModelResponse, Runner, Usage, function_tool, set_tracing_disabled
+import boto3
+from agents import Agent, FunctionTool, Model, ModelResponse, Runner, Usage, function_tool, set_tracing_disabled
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 from openai.types.responses.response_reasoning_item import ResponseReasoningItem, Summary
 from threadloom.client import AsyncThreadloomClient
@@ -82,14 +83,88 @@ class ScriptedModel(Model):
         raise NotImplementedError("the scripted model does not stream")
 
 
+class BedrockConverseModel(Model):
+    """Bedrock's Converse API as an SDK model: the SDK's items become Converse messages, its reply SDK items."""
+
+    def __init__(self, model_id: str, client: Any | None = None) -> None:
+        self.model_id = model_id
+        self.client = client or boto3.client("bedrock-runtime")
+
+    async def get_response(
+        self,
+        system_instructions: str | None,
+        input: Any,  # noqa: A002 (the SDK names it so)
+        model_settings: Any,
+        tools: list[Any],
+        *args: Any,
+        **kwargs: Any,
+    ) -> ModelResponse:
+        request: dict[str, Any] = {"modelId": self.model_id, "messages": converse_messages(input)}
+        if system_instructions:
+            request["system"] = [{"text": system_instructions}]
+        specs = [
+            {"toolSpec": {"name": t.name, "description": t.description, "inputSchema": {"json": t.params_json_schema}}}
+            for t in tools
+            if isinstance(t, FunctionTool)
+        ]
+        if specs:
+            request["toolConfig"] = {"tools": specs}
+        reply = await asyncio.to_thread(lambda: self.client.converse(**request))
+        output: list[Any] = []
+        for n, block in enumerate(reply["output"]["message"]["content"]):
+            if "text" in block:
+                output.append(ScriptedModel._say(n, block["text"]))
+            elif "toolUse" in block:
+                use = block["toolUse"]
+                output.append(
+                    ResponseFunctionToolCall(
+                        call_id=use["toolUseId"],
+                        name=use["name"],
+                        arguments=json.dumps(use["input"]),
+                        type="function_call",
+                        status="completed",
+                    )
+                )
+        tokens = reply.get("usage", {})
+        usage = Usage(
+            requests=1,
+            input_tokens=tokens.get("inputTokens", 0),
+            output_tokens=tokens.get("outputTokens", 0),
+            total_tokens=tokens.get("totalTokens", 0),
+        )
+        return ModelResponse(output=output, usage=usage, response_id=None)
+
+    def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        raise NotImplementedError("this example does not stream")
+
+
+def converse_messages(items: str | list[Any]) -> list[dict[str, Any]]:
+    """SDK input items as Converse messages: text, tool uses and tool results, one message per turn of a role."""
+    messages: list[dict[str, Any]] = []
+
+    def add(role: str, block: dict[str, Any]) -> None:
+        if messages and messages[-1]["role"] == role:
+            messages[-1]["content"].append(block)
+        else:
+            messages.append({"role": role, "content": [block]})
+
+    for item in [{"role": "user", "content": items}] if isinstance(items, str) else items:
+        kind = item.get("type", "message")
+        if kind == "function_call":
+            use = {"toolUseId": item["call_id"], "name": item["name"], "input": json.loads(item["arguments"] or "{}")}
+            add("assistant", {"toolUse": use})
+        elif kind == "function_call_output":
+            add("user", {"toolResult": {"toolUseId": item["call_id"], "content": [{"text": str(item["output"])}]}})
+        elif kind == "message" and item.get("role") in ("user", "assistant"):
+            text = ScriptedModel._text(item)
+            if text:
+                add(item["role"], {"text": text})
+    return messages
+
+
 def build_agent() -> Agent[Any]:
     model_id = os.environ.get("THREADLOOM_BEDROCK_MODEL_ID")
-    if model_id:
-        from agents.extensions.models.litellm_model import LitellmModel
-
-        model: Model = LitellmModel(model=f"bedrock/{model_id}")
-    else:
-        model = ScriptedModel()
+    model: Model = BedrockConverseModel(model_id) if model_id else ScriptedModel()
     return Agent(
         name="notes", instructions="Save facts with save_note; recall them when asked.", model=model, tools=[save_note]
     )

@@ -5,7 +5,7 @@
 
 Each argument is one user turn; run it again later (a new process) and the agent resumes its
 conversation. A scripted model provider answers by default, so no credentials are needed; set
-THREADLOOM_BEDROCK_MODEL_ID to use Strands' Bedrock provider instead.
+THREADLOOM_BEDROCK_MODEL_ID (with AWS credentials) to use Strands' Bedrock provider instead.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from strands import Agent, tool
+from strands.models.bedrock import BedrockModel
 from strands.models.model import Model
 from strands.session.repository_session_manager import RepositorySessionManager
 from threadloom.client import ThreadloomClient
@@ -72,7 +73,8 @@ class ScriptedModel(Model):
 
 def build_agent(repository: ThreadloomSessionRepository, session_id: str) -> Agent:
     model_id = os.environ.get("THREADLOOM_BEDROCK_MODEL_ID")
-    model: Any = model_id or ScriptedModel()  # a model id string selects Strands' Bedrock provider
+    # Strands' Bedrock provider on the Converse API (the example prints whole answers, so no stream)
+    model: Model = BedrockModel(model_id=model_id, streaming=False) if model_id else ScriptedModel()
     return Agent(
         model=model,
         tools=[save_note],
