@@ -2,7 +2,8 @@
 
 The API and compaction functions run in private subnets that cannot reach the API Gateway Management API; they
 queue one relay message per event of a watched session (``threadloom.live.aws.queue_publisher``). Each record here
-is parsed (``RelayMessage``) and posted (``ConnectionPoster``): a 410 Gone forgets the connection. Posting is best
+is parsed (``RelayMessage``) and posted (``ConnectionPoster``, several posts in flight): a 410 Gone forgets the
+connection. Posting is best
 effort, so a post that fails is logged and counted, not retried (a retry would hold back the session's newer
 events); only a record that cannot be parsed fails, and after the queue's maxReceiveCount it waits in the
 dead-letter queue, where an alarm reports it.
@@ -18,7 +19,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
 from threadloom.api.observability import logger, metrics, tracer
 from threadloom.correlation import MESSAGE_ATTRIBUTE
-from threadloom.live.aws.relay import DELIVERY_BUDGET_SECONDS, RelayMessage
+from threadloom.live.aws.relay import DELIVERY_BUDGET_SECONDS, DELIVERY_CONCURRENCY, RelayMessage
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -39,7 +40,8 @@ def get_poster() -> ConnectionPoster:
         from threadloom.live.aws.posting import ConnectionPoster
 
         table = ConnectionsTable(os.environ.get("THREADLOOM_CONNECTIONS_TABLE", ""))
-        _poster = ConnectionPoster(table, os.environ.get("THREADLOOM_WEBSOCKET_ENDPOINT", ""))
+        endpoint = os.environ.get("THREADLOOM_WEBSOCKET_ENDPOINT", "")
+        _poster = ConnectionPoster(table, endpoint, concurrency=DELIVERY_CONCURRENCY)
     return _poster
 
 

@@ -22,7 +22,7 @@ from threadloom.correlation import MESSAGE_ATTRIBUTE
 from threadloom.live.aws.connections import ConnectionsTable
 from threadloom.live.aws.posting import ConnectionPoster
 from threadloom.live.aws.queue_publisher import QueuePublisher
-from threadloom.live.aws.relay import RelayMessage, message_group_id
+from threadloom.live.aws.relay import DELIVERY_CONCURRENCY, RelayMessage, message_group_id
 from threadloom.live.events import session_changed
 
 from tests.integration.compaction.sqs_lambda import (
@@ -62,11 +62,12 @@ def aws() -> Iterator[tuple[ConnectionsTable, SQSClient, str]]:
 
 @pytest.fixture
 def api(aws: tuple[ConnectionsTable, SQSClient, str]) -> Iterator[RecordingManagementApi]:
-    """The handler's poster over the moto table and a recording Management API."""
+    """The handler's poster as deployed (several posts in flight) over the moto table and a recording API."""
     import threadloom_live_publisher
 
     recording = RecordingManagementApi()
-    threadloom_live_publisher.set_poster(ConnectionPoster(aws[0], ENDPOINT, client=recording))  # type: ignore[arg-type]
+    poster = ConnectionPoster(aws[0], ENDPOINT, client=recording, concurrency=DELIVERY_CONCURRENCY)  # type: ignore[arg-type]
+    threadloom_live_publisher.set_poster(poster)
     yield recording
     threadloom_live_publisher.set_poster(None)
 

@@ -1,9 +1,10 @@
 """Posting one live event to given WebSocket connections through the API Gateway Management API.
 
 Shared by both deployed publishing paths: the direct publisher (inside the write, when the functions can reach
-``execute-api``) and the publisher function fed by the live-events queue (outside the VPC). Each post has short
-timeouts and no retries, posting stops at a deadline, and a connection that answers 410 Gone has closed without
-``$disconnect`` reaching us (or before its TTL), so it is removed with all its subscriptions. Nothing here raises.
+``execute-api``) and the publisher function fed by the live-events queue (outside the VPC), which posts to a
+message's connections several at a time. Each post has short timeouts and no retries, no post starts after a
+deadline, and a connection that answers 410 Gone has closed without ``$disconnect`` reaching us (or before its
+TTL), so it is removed with all its subscriptions. Nothing here raises.
 """
 
 from __future__ import annotations
@@ -11,13 +12,14 @@ from __future__ import annotations
 import functools
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from threadloom.errors import ThreadloomError
+from threadloom.errors import ThreadloomError, ValidationError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -30,6 +32,8 @@ logger = logging.getLogger(__name__)
 
 _CLIENT_CONFIG = Config(connect_timeout=0.5, read_timeout=0.5, retries={"mode": "standard", "total_max_attempts": 1})
 _GONE = 410
+MAX_CONCURRENCY = 10
+"""botocore's connection pool size: more threads than this would wait for a connection."""
 
 
 @functools.cache
@@ -61,6 +65,8 @@ class ConnectionPoster:
         The stage's ``https://<api id>.execute-api.<region>.amazonaws.com/<stage>`` URL.
     client:
         A Management API client, for tests; by default ``management_api_client(endpoint_url)``.
+    concurrency:
+        Posts in flight at once (1: one after the other, as inside a write; at most ``MAX_CONCURRENCY``).
     """
 
     def __init__(
@@ -69,10 +75,15 @@ class ConnectionPoster:
         endpoint_url: str,
         *,
         client: ApiGatewayManagementApiClient | None = None,
+        concurrency: int = 1,
     ) -> None:
+        if not 1 <= concurrency <= MAX_CONCURRENCY:
+            raise ValidationError(f"ConnectionPoster concurrency must be 1 to {MAX_CONCURRENCY}, not {concurrency}")
         self._connections = connections
         self._endpoint_url = endpoint_url
         self._client = client
+        self._concurrency = concurrency
+        self._pool: ThreadPoolExecutor | None = None
 
     @property
     def _api(self) -> ApiGatewayManagementApiClient:
@@ -81,27 +92,38 @@ class ConnectionPoster:
         return self._client
 
     def post_all(self, connection_ids: Sequence[str], data: bytes, *, deadline: float, what: str) -> PostOutcome:
-        """Post ``data`` to each connection until ``time.monotonic()`` reaches ``deadline``; never raises.
+        """Post ``data`` to each connection, starting no post once ``time.monotonic()`` reaches ``deadline``.
 
-        ``what`` names the event in log lines (its type and session, never its content).
+        Never raises. ``what`` names the event in log lines (its type and session, never its content).
         """
-        delivered = gone = failed = 0
-        for index, connection_id in enumerate(connection_ids):
-            if time.monotonic() >= deadline:
-                skipped = len(connection_ids) - index
-                logger.warning(
-                    "Live publish of %s over budget: %d of %d subscribers skipped", what, skipped, len(connection_ids)
-                )
-                return PostOutcome(delivered, gone, failed, skipped)
-            result = self._post(connection_id, data)
-            delivered += result == "delivered"
-            gone += result == "gone"
-            failed += result == "failed"
-        return PostOutcome(delivered, gone, failed)
+        api = self._api
 
-    def _post(self, connection_id: str, data: bytes) -> str:
+        def post(connection_id: str) -> str:
+            if time.monotonic() >= deadline:
+                return "skipped"
+            return self._post(api, connection_id, data)
+
+        if self._concurrency == 1 or len(connection_ids) < 2:
+            results = [post(connection_id) for connection_id in connection_ids]
+        else:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self._concurrency, thread_name_prefix="live-post")
+            results = list(self._pool.map(post, connection_ids))
+        outcome = PostOutcome(
+            delivered=results.count("delivered"),
+            gone=results.count("gone"),
+            failed=results.count("failed"),
+            skipped=results.count("skipped"),
+        )
+        if outcome.skipped:
+            logger.warning(
+                "Live publish of %s over budget: %d of %d subscribers skipped", what, outcome.skipped, len(results)
+            )
+        return outcome
+
+    def _post(self, api: ApiGatewayManagementApiClient, connection_id: str, data: bytes) -> str:
         try:
-            self._api.post_to_connection(ConnectionId=connection_id, Data=data)
+            api.post_to_connection(ConnectionId=connection_id, Data=data)
         except ClientError as exc:
             if exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") == _GONE:
                 self._forget(connection_id)
@@ -122,4 +144,4 @@ class ConnectionPoster:
         logger.info("Connection %r is gone; removed %d items", connection_id, removed)
 
 
-__all__ = ["ConnectionPoster", "PostOutcome", "management_api_client"]
+__all__ = ["MAX_CONCURRENCY", "ConnectionPoster", "PostOutcome", "management_api_client"]
