@@ -59,6 +59,7 @@ serve: $(STAMP)
 ## bench: print the speed figures quoted in the issues.
 bench: $(STAMP)
 	$(BIN)/python bench/append_and_history.py
+	$(BIN)/python bench/history_paging.py
 	$(BIN)/python bench/users_config.py
 	$(BIN)/python bench/compaction.py --sizes 10000,100000
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver
 from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.shared.json_encoder import Encoder
 from threadloom import correlation
 from threadloom.api import snapstart
 from threadloom.api.edge import check_event, cors_config
@@ -26,8 +28,13 @@ TITLE = "Threadloom"
 VERSION = "0.1.0"
 CORS = cors_config()
 
+# Bodies are UTF-8 JSON as threadloom.api.paging measures them: with Powertools' default (ASCII
+# escapes) a page of non-ASCII text would be up to 3x the bytes its byte budget counted.
 app = APIGatewayHttpResolver(
-    cors=CORS, enable_validation=True, response_validation_error_http_code=HTTPStatus.INTERNAL_SERVER_ERROR
+    cors=CORS,
+    enable_validation=True,
+    response_validation_error_http_code=HTTPStatus.INTERNAL_SERVER_ERROR,
+    serializer=partial(json.dumps, separators=(",", ":"), ensure_ascii=False, cls=Encoder),
 )
 register_error_handlers(app)
 snapstart.register()  # SnapStart: warm up and drop connections before the snapshot, reconnect after restore

@@ -20,10 +20,10 @@ SearchQuery = Annotated[
 
 @router.get(
     "/sessions/<sessionId>/history",
-    summary="Root→leaf with compaction overlays applied, paginated",
+    summary="Root→leaf with compaction overlays applied, paged by count and by response bytes",
     tags=["history"],
     operation_id="getHistory",
-    responses=responses(200, HistoryPage, "One page of the history", *SESSION),
+    responses=responses(200, HistoryPage, "One page of the history", *SESSION, 409),
 )
 def history(
     sessionId: str,

@@ -142,8 +142,33 @@ class TrackedCompaction:
     finished_at: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One item of a history page: a stored message or the summary standing in for an overlaid range.
+
+    ``size`` is its bytes as compact JSON (what it adds to a response); ``last_id`` is the last
+    stored message it covers (itself, or the end of the summarized range) and ``next_depth`` the
+    depth where the history continues after it: together they are the keyset of the next page.
+    """
+
+    message: Message
+    size: int
+    last_id: str
+    next_depth: int
+
+
+@dataclass(frozen=True, slots=True)
+class HistorySlice:
+    """Consecutive items of ``get_history(leaf)`` and the length of the raw path they come from."""
+
+    entries: list[HistoryEntry]
+    path_length: int
+
+
 __all__ = [
     "CompactionState",
+    "HistoryEntry",
+    "HistorySlice",
     "TrackedCompaction",
     "OMITTED",
     "AppendResult",

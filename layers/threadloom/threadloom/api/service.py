@@ -44,7 +44,7 @@ from threadloom.core.branch_points import branch_points as find_branch_points
 from threadloom.core.prompt import render_prompt
 from threadloom.errors import NotFoundError, ValidationError
 from threadloom.live.status import status_report
-from threadloom.records import OMITTED
+from threadloom.records import OMITTED, HistoryEntry, HistorySlice
 from threadloom.tokens import estimate_message_tokens, estimate_string_tokens
 from threadloom.tools.base import is_error_result
 from threadloom.tools.formats import to_anthropic_tools, to_bedrock_tool_config, to_openai_tools
@@ -256,26 +256,80 @@ def history(
     limit: int | None,
     cursor: str | None,
 ) -> HistoryPage:
-    """Root→leaf, overlays applied, one page at a time; the cursor pins the leaf of the first page."""
+    """Root→leaf, overlays applied, one page at a time: at most ``limit`` items and the response byte budget.
+
+    The cursor pins the leaf of the first page and keys the next page on the stored depth where it
+    continues (plus the message it continues after, to notice a tree changed under it), so a page
+    costs a page on SQL storage, not the whole path. ``total`` is counted once, on the first page.
+    """
     session = require_session(manager, session_id)
-    offset = 0
-    if cursor:
-        state = decode_cursor(cursor)
-        stored_offset, leaf_id = state.get("o"), state.get("l")
-        if not isinstance(stored_offset, int) or stored_offset < 0 or not (leaf_id is None or isinstance(leaf_id, str)):
-            raise ValidationError("Invalid cursor")
-        offset = stored_offset
-    if leaf_id is not None:
-        _require_message(session, session_id, leaf_id)
-    else:
-        leaf = session.get_latest_leaf()
-        leaf_id = leaf.get("id") if leaf else None
-    messages = session.get_history(leaf_id) if leaf_id is not None else []
     size = page_size(limit, limits)
-    page = messages[offset : offset + size]
-    more = offset + size < len(messages)
-    next_cursor = encode_cursor({"o": offset + size, "l": leaf_id}) if more else None
-    return HistoryPage(messages=page, leaf_id=leaf_id, total=len(messages), next_cursor=next_cursor)
+    start, after_id, total = 0, None, None
+    if cursor:
+        leaf_id, start, after_id, total = _history_cursor(cursor)
+    storage: Any = session.storage
+    if leaf_id is None:
+        latest = getattr(storage, "get_latest_leaf_id", None)
+        leaf = session.get_latest_leaf() if not callable(latest) else None
+        leaf_id = latest() if callable(latest) else (leaf.get("id") if leaf else None)
+        if leaf_id is None:
+            return HistoryPage(messages=[], leaf_id=None, total=0, next_cursor=None)
+    budget = item_budget(limits)
+    read_page = getattr(storage, "get_history_page", None)
+    try:
+        if callable(read_page):
+            page: HistorySlice = read_page(leaf_id, start=start, limit=size, max_bytes=budget, after_id=after_id)
+            if total is None:
+                total = int(storage.count_history(leaf_id))
+        else:
+            _require_message(session, session_id, leaf_id)
+            page = _slice_history(session.get_history(leaf_id), start, size, budget)
+            total = page.path_length
+    except NotFoundError:
+        if cursor:
+            raise NotFoundError(
+                f"The cursor's leaf message {leaf_id!r} no longer exists; read the history again without a cursor"
+            ) from None
+        raise
+    entries = page.entries[: count_within_bytes(page.entries, budget, size_of=lambda entry: entry.size)]
+    next_cursor = None
+    if entries and entries[-1].next_depth < page.path_length:
+        last = entries[-1]
+        next_cursor = encode_cursor({"l": leaf_id, "d": last.next_depth, "a": last.last_id, "t": total})
+    return HistoryPage(
+        messages=[entry.message for entry in entries], leaf_id=leaf_id, total=total, next_cursor=next_cursor
+    )
+
+
+def _history_cursor(cursor: str) -> tuple[str, int, str | None, int]:
+    """The leaf, start depth, message continued after and total a history cursor carries."""
+    state = decode_cursor(cursor)
+    leaf_id, start, after_id, total = state.get("l"), state.get("d"), state.get("a"), state.get("t")
+    valid = (
+        isinstance(leaf_id, str)
+        and leaf_id != ""
+        and _is_count(start)
+        and _is_count(total)
+        and (isinstance(after_id, str) if start else after_id is None)
+    )
+    if not valid:
+        raise ValidationError("Invalid cursor")
+    return leaf_id, start, after_id, total  # type: ignore[return-value]
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _slice_history(messages: list[Message], start: int, size: int, budget: int) -> HistorySlice:
+    """A page cut from a whole read, for session storage without paged reads (position = depth here)."""
+    entries = [
+        HistoryEntry(message=message, size=json_size(message), last_id=str(message.get("id")), next_depth=index + 1)
+        for index, message in enumerate(messages[start : start + size], start=start)
+    ]
+    return HistorySlice(
+        entries=entries[: count_within_bytes(entries, budget, size_of=lambda e: e.size)], path_length=len(messages)
+    )
 
 
 def branch_points(manager: SessionManager, session_id: str) -> BranchPointList:

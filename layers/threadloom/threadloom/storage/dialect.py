@@ -7,7 +7,10 @@ hooks for the only real difference: how text is indexed and how a search query i
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
+
+JUMP_SPAN: Final = 64
+"""A message's ``jump`` is the seq of its ancestor at depth ``((depth - 1) // JUMP_SPAN) * JUMP_SPAN`` (0005)."""
 
 
 class SqlDialect:
@@ -42,6 +45,12 @@ class SqlDialect:
     path_rows: ClassVar[str]
     path_ids_up: ClassVar[str]
     subtree: ClassVar[str]
+    # One history page (threadloom.storage.history_pages): the rows at depths :first..:last of
+    # :leaf's path as (depth, id, bytes, content), reached through the jump pointers, in any order,
+    # with the content only while the running bytes stay within :budget; then (depth, id, content)
+    # of the rows from :start up to depth :first (contents the budget left out but a page needs).
+    history_page_rows: ClassVar[str]
+    history_page_contents: ClassVar[str]
     clear_messages: ClassVar[str]
     clear_head: ClassVar[str]
 

@@ -23,9 +23,19 @@ from typing import TYPE_CHECKING, Any
 from threadloom.compaction.overlays import apply_compactions
 from threadloom.core.messages import parse_stored_message, serialize_message, validate_message
 from threadloom.errors import CompactionAlreadyStoredError, ConflictError, NotFoundError, ValidationError
-from threadloom.records import OMITTED, AppendResult, Message, Omitted, SearchResult, StoredCompaction
+from threadloom.records import (
+    OMITTED,
+    AppendResult,
+    HistorySlice,
+    Message,
+    Omitted,
+    SearchResult,
+    StoredCompaction,
+)
 from threadloom.search import searchable_text
 from threadloom.storage.database import to_timestamp_text, utc_now
+from threadloom.storage.dialect import JUMP_SPAN
+from threadloom.storage.history_pages import HistoryPageReader
 from threadloom.tokens import estimate_message_tokens, estimate_single_message_tokens
 
 if TYPE_CHECKING:
@@ -68,6 +78,47 @@ class SqlSessionProvider:
     def get_history(self, leaf_id: str | None = None) -> list[Message]:
         with self._database.read() as tx:
             return self._history(tx, leaf_id)
+
+    def get_history_page(
+        self, leaf_id: str, *, start: int = 0, limit: int, max_bytes: int, after_id: str | None = None
+    ) -> HistorySlice:
+        """The items of ``get_history(leaf_id)`` from raw depth ``start``: at most ``limit`` and ``max_bytes``.
+
+        Costs O(page), not O(path) (see :mod:`threadloom.storage.history_pages`). ``after_id`` is the
+        message the previous page ended on; :class:`ConflictError` when it moved, :class:`NotFoundError`
+        when the leaf is gone.
+        """
+        with self._database.read() as tx:
+            meta = tx.query(self._sql.get_message_meta, self._params(id=leaf_id))
+            if not meta:
+                raise NotFoundError(f"Message {leaf_id!r} not found in session {self.session_id!r}")
+            leaf_depth = int(meta[0][1])
+            reader = HistoryPageReader(
+                tx,
+                self._sql,
+                self.session_id,
+                leaf_id=leaf_id,
+                leaf_depth=leaf_depth,
+                compactions=self._compactions(tx),
+            )
+            entries = reader.read(start, limit=limit, max_bytes=max_bytes, after_id=after_id)
+        return HistorySlice(entries=entries, path_length=leaf_depth + 1)
+
+    def count_history(self, leaf_id: str) -> int:
+        """``len(get_history(leaf_id))`` without reading the history: the path length minus what overlays hide."""
+        with self._database.read() as tx:
+            meta = tx.query(self._sql.get_message_meta, self._params(id=leaf_id))
+            if not meta:
+                raise NotFoundError(f"Message {leaf_id!r} not found in session {self.session_id!r}")
+            reader = HistoryPageReader(
+                tx,
+                self._sql,
+                self.session_id,
+                leaf_id=leaf_id,
+                leaf_depth=int(meta[0][1]),
+                compactions=self._compactions(tx),
+            )
+            return reader.count()
 
     def get_raw_path(self, leaf_id: str | None = None) -> list[Message]:
         """The path root→leaf without overlays (what the compaction worker and skill scans need)."""
@@ -222,12 +273,13 @@ class SqlSessionProvider:
         if expected_leaf_id is not None and expected_leaf_id != leaf_id:
             raise leaf_moved(expected_leaf_id, leaf_id)
         parent = leaf_id if isinstance(parent_id, Omitted) else (parent_id or None)
-        depth, path_tokens = 0, prepared.tokens
+        depth, path_tokens, jump = 0, prepared.tokens, None
         if parent is not None:
             parent_meta = tx.query(self._sql.get_message_meta, self._params(id=parent))
             if not parent_meta:
                 raise NotFoundError(f"Parent message {parent!r} not found in session {self.session_id!r}")
             depth, path_tokens = int(parent_meta[0][1]) + 1, int(parent_meta[0][3]) + prepared.tokens
+            jump = parent_meta[0][5] if int(parent_meta[0][1]) % JUMP_SPAN == 0 else parent_meta[0][4]
         tx.execute(
             self._sql.insert_message,
             self._params(
@@ -240,6 +292,7 @@ class SqlSessionProvider:
                 tokens=prepared.tokens,
                 path_tokens=path_tokens,
                 created_at=utc_now(),
+                jump=jump,
             ),
         )
         tx.execute(self._sql.index_message, self._params(id=message_id, **self._sql.index_params(prepared.text)))
@@ -424,6 +477,7 @@ class SqlSessionProvider:
                 tokens=prepared.tokens,
                 path_tokens=path_tokens,
                 created_at=row.created_at,
+                jump=None,  # filled by the database's trigger from the parent written just before
                 **self._sql.index_params(prepared.text),
             )
             if self._sql.insert_message_indexed:  # one statement where the index lives in the row

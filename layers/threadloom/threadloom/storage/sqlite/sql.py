@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from threadloom.search import parse_query, to_fts5_match
-from threadloom.storage.dialect import SqlDialect
+from threadloom.storage.dialect import JUMP_SPAN, SqlDialect
 
 _NEXT_ACTIVITY = "(SELECT COALESCE(MAX(activity_seq), 0) + 1 FROM threadloom_sessions WHERE namespace = :namespace)"
 _REQUEST_COLUMNS = (
@@ -62,12 +62,13 @@ class SqliteSql(SqlDialect):
 
     get_message = "SELECT content FROM threadloom_messages WHERE session_id = :sid AND id = :id"
     get_message_meta = (
-        "SELECT parent_id, depth, tokens, path_tokens FROM threadloom_messages WHERE session_id = :sid AND id = :id"
+        "SELECT parent_id, depth, tokens, path_tokens, jump, seq FROM threadloom_messages "
+        "WHERE session_id = :sid AND id = :id"
     )
     insert_message = (
         "INSERT INTO threadloom_messages "
-        "(session_id, id, seq, parent_id, role, content, depth, tokens, path_tokens, created_at) "
-        "VALUES (:sid, :id, :seq, :parent_id, :role, :content, :depth, :tokens, :path_tokens, :created_at)"
+        "(session_id, id, seq, parent_id, role, content, depth, tokens, path_tokens, created_at, jump) "
+        "VALUES (:sid, :id, :seq, :parent_id, :role, :content, :depth, :tokens, :path_tokens, :created_at, :jump)"
     )
     update_message = (
         "UPDATE threadloom_messages SET role = :role, content = :content, tokens = :tokens "
@@ -108,6 +109,31 @@ class SqliteSql(SqlDialect):
         " SELECT m.id, m.parent_id, m.tokens, s.level + 1 FROM threadloom_messages m JOIN sub s"
         " ON m.session_id = :sid AND m.parent_id = s.id"
         ") SELECT id, parent_id, tokens FROM sub ORDER BY level"
+    )
+    history_page_rows = (
+        "WITH RECURSIVE down(id, jump, depth) AS ("
+        " SELECT id, jump, depth FROM threadloom_messages WHERE session_id = :sid AND id = :leaf"
+        " UNION ALL"
+        " SELECT m.id, m.jump, m.depth FROM threadloom_messages m JOIN down d"
+        " ON m.session_id = :sid AND m.seq = d.jump"
+        f" WHERE d.depth > :last AND ((d.depth - 1) / {JUMP_SPAN}) * {JUMP_SPAN} >= :last"
+        "), page(id, parent_id, depth) AS ("
+        " SELECT m.id, m.parent_id, m.depth FROM threadloom_messages m"
+        " WHERE m.session_id = :sid AND m.id = (SELECT id FROM down WHERE depth = (SELECT MIN(depth) FROM down))"
+        " UNION ALL"
+        " SELECT m.id, m.parent_id, m.depth FROM threadloom_messages m JOIN page p"
+        " ON m.session_id = :sid AND m.id = p.parent_id WHERE p.depth > :first"
+        ") SELECT depth, id, size, CASE WHEN SUM(size + 1) OVER (ORDER BY depth) <= :budget THEN content END"
+        " FROM (SELECT p.depth, p.id, length(CAST(m.content AS BLOB)) AS size, m.content FROM page p"
+        " JOIN threadloom_messages m ON m.session_id = :sid AND m.id = p.id WHERE p.depth <= :last) AS found"
+    )
+    history_page_contents = (
+        "WITH RECURSIVE page(id, parent_id, depth, content) AS ("
+        " SELECT id, parent_id, depth, content FROM threadloom_messages WHERE session_id = :sid AND id = :start"
+        " UNION ALL"
+        " SELECT m.id, m.parent_id, m.depth, m.content FROM threadloom_messages m JOIN page p"
+        " ON m.session_id = :sid AND m.id = p.parent_id WHERE p.depth > :first"
+        ") SELECT depth, id, content FROM page"
     )
     clear_messages = "DELETE FROM threadloom_messages WHERE session_id = :sid"
     clear_head = "UPDATE threadloom_session_heads SET leaf_id = NULL WHERE session_id = :sid"

@@ -1,0 +1,236 @@
+"""One page of a long history at the cost of a page: a keyset on the stored depth, jump pointers, overlays at edges.
+
+A page is the run of ``get_history(leaf)`` that starts at raw depth ``start`` of the leaf's path
+(the cursor's keyset). Reaching depth ``d`` from the leaf through ``parent_id`` costs
+``leaf depth - d`` steps, which makes reading a path page by page quadratic. Each row therefore
+stores ``jump``, the seq of its ancestor at depth ``((depth - 1) // JUMP_SPAN) * JUMP_SPAN``
+(migration 0005: set by appends, kept exact by triggers for every other writer). The walk to
+depth ``d`` follows jumps while they land at depth ``d`` or deeper, then parents: about
+``(leaf depth - d) / JUMP_SPAN + JUMP_SPAN`` hops, over ids only. A missing jump only means more
+parent steps, never a wrong row. From the page's last row the page is read upwards through
+``parent_id``; contents are read only for the rows the byte budget lets through.
+
+Overlays: :func:`~threadloom.compaction.overlays.apply_compactions` scans the path from the root
+and, at each position, takes the latest overlay starting there whose end is on the path at or
+after it, then resumes after that end. A page always begins at a position that scan reaches (just
+after the last item of the previous page), so resuming the scan there gives exactly the items of
+the full read. An overlay that starts on the page and ends beyond it is checked with one more
+walk: is its end the path's row at that depth?
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from threadloom.compaction.markers import now_iso
+from threadloom.compaction.overlays import compaction_message
+from threadloom.core.messages import parse_stored_message
+from threadloom.errors import ConflictError, StorageError
+from threadloom.jscompat import compact_json
+from threadloom.records import HistoryEntry, StoredCompaction
+
+if TYPE_CHECKING:
+    from threadloom.storage.database import Executor
+    from threadloom.storage.dialect import SqlDialect
+
+_Row = tuple[int, str, int, str | None]
+"""A path row: (depth, id, bytes of the stored message, the stored message when the read brought it)."""
+_Planned = tuple[_Row | None, HistoryEntry | None]
+"""An item decided on ids: a row whose content is still to read, or a finished summary entry."""
+
+
+class HistoryPageReader:
+    """Reads pages of one leaf's history inside one read transaction."""
+
+    def __init__(
+        self,
+        tx: Executor,
+        sql: type[SqlDialect],
+        session_id: str,
+        *,
+        leaf_id: str,
+        leaf_depth: int,
+        compactions: list[StoredCompaction],
+    ) -> None:
+        self._tx = tx
+        self._sql = sql
+        self._session_id = session_id
+        self._leaf_id = leaf_id
+        self._leaf_depth = leaf_depth
+        self._by_start: dict[str, list[StoredCompaction]] = {}
+        for compaction in compactions:
+            self._by_start.setdefault(compaction.from_message_id, []).append(compaction)
+        self._on_path: dict[str, int | None] = {}
+        self._created_at: str | None = None
+
+    def read(self, start: int, *, limit: int, max_bytes: int, after_id: str | None) -> list[HistoryEntry]:
+        """Up to ``limit`` items from raw depth ``start`` within ``max_bytes`` (never fewer than one).
+
+        ``after_id`` is the row the previous page ended on (at ``start - 1``): when it is no longer
+        there the tree changed under the cursor, which is a :class:`ConflictError`.
+        """
+        entries: list[HistoryEntry] = []
+        used = 0
+        depth = start
+        anchor = after_id if start > 0 else None
+        if anchor is not None and start > self._leaf_depth:
+            raise ConflictError("The history changed since this cursor was issued; read it again without a cursor")
+        while depth <= self._leaf_depth and len(entries) < limit:
+            last = min(depth + limit - len(entries) - 1, self._leaf_depth)
+            rows = self._rows(depth - 1 if anchor is not None else depth, last, budget=max_bytes - used)
+            if anchor is not None:
+                if not rows or rows[0][0] != depth - 1 or rows[0][1] != anchor:
+                    raise ConflictError(
+                        "The history changed since this cursor was issued; read it again without a cursor"
+                    )
+                rows, anchor = rows[1:], None
+            if not rows or rows[0][0] != depth or rows[-1][0] != last:
+                raise StorageError(
+                    f"The stored path of session {self._session_id!r} is inconsistent near depth {depth}"
+                )
+            planned, depth, used, full = self._plan(
+                rows,
+                depth=depth,
+                last=last,
+                used=used,
+                max_bytes=max_bytes,
+                room=limit - len(entries),
+                started=bool(entries),
+            )
+            entries += self._materialize(planned)
+            if full:
+                break
+        return entries
+
+    def count(self) -> int:
+        """``len(get_history(leaf))`` from the overlays alone: the path length minus what chosen overlays hide.
+
+        The full read emits every row except the ranges it replaces, and it can only choose an
+        overlay whose both ends are on the path; so it is enough to locate those ends (one walk
+        each) and replay the choice from overlay start to overlay start.
+        """
+        total = self._leaf_depth + 1
+        starts: dict[int, list[tuple[StoredCompaction, int]]] = {}
+        for from_id, compactions in self._by_start.items():
+            start = self._depth_on_path(from_id)
+            if start is None:
+                continue
+            for compaction in compactions:
+                end = self._depth_on_path(compaction.to_message_id)
+                if end is not None:
+                    starts.setdefault(start, []).append((compaction, end))
+        position = 0
+        for start in sorted(starts):
+            if start < position:
+                continue  # inside a range already replaced
+            end = next((end for _, end in reversed(starts[start]) if end >= start), None)
+            if end is not None:
+                total -= end - start
+                position = end + 1
+        return total
+
+    # ------------------------------------------------------------------ steps
+
+    def _plan(
+        self,
+        rows: list[_Row],
+        *,
+        depth: int,
+        last: int,
+        used: int,
+        max_bytes: int,
+        room: int,
+        started: bool,
+    ) -> tuple[list[_Planned], int, int, bool]:
+        """Decide the items of ``rows`` by ids alone: which rows a summary replaces and where bytes run out.
+
+        Returns the planned items (a row still to read, or a finished summary entry), the depth to
+        continue from, the bytes used and whether the page is full (by count or bytes).
+        """
+        first = depth
+        on_page = {row[1]: row[0] for row in rows}
+        planned: list[_Planned] = []
+        while depth <= last:
+            if len(planned) >= room:
+                return planned, depth, used, True
+            row = rows[depth - first]
+            chosen = self._overlay_at(row[1], depth, on_page, last)
+            item: _Planned
+            if chosen is None:
+                size, item, after = row[2], (row, None), depth + 1
+            else:
+                compaction, end = chosen
+                summary = compaction_message(compaction, self._now())
+                size = len(compact_json(summary).encode("utf-8"))
+                entry = HistoryEntry(message=summary, size=size, last_id=compaction.to_message_id, next_depth=end + 1)
+                item, after = (None, entry), end + 1
+            if (started or planned) and used + size + 1 > max_bytes:
+                return planned, depth, used, True
+            used += size + 1
+            planned.append(item)
+            depth = after
+        return planned, depth, used, len(planned) >= room
+
+    def _materialize(self, planned: list[_Planned]) -> list[HistoryEntry]:
+        """Build the entries, reading the contents the first read left out (one walk up from the deepest)."""
+        missing = [row for row, _ in planned if row is not None and row[3] is None]
+        late: dict[str, str] = {}
+        if missing:
+            found = self._tx.query(
+                self._sql.history_page_contents,
+                {"sid": self._session_id, "start": missing[-1][1], "first": missing[0][0]},
+            )
+            late = {str(row[1]): str(row[2]) for row in found}
+        entries: list[HistoryEntry] = []
+        for row, entry in planned:
+            if entry is not None:
+                entries.append(entry)
+                continue
+            assert row is not None
+            message = parse_stored_message(row[3] if row[3] is not None else late.get(row[1], ""))
+            if message is not None:  # a corrupt row is skipped, as get_history skips it
+                entries.append(HistoryEntry(message=message, size=row[2], last_id=row[1], next_depth=row[0] + 1))
+        return entries
+
+    def _overlay_at(
+        self, message_id: str, depth: int, on_page: dict[str, int], last: int
+    ) -> tuple[StoredCompaction, int] | None:
+        """The overlay the full read would apply at this position and the depth of its end, if any."""
+        for compaction in reversed(self._by_start.get(message_id, ())):
+            end = on_page.get(compaction.to_message_id)
+            if end is None:
+                end = self._end_beyond(compaction.to_message_id, last)
+            if end is not None and end >= depth:
+                return compaction, end
+        return None
+
+    def _end_beyond(self, message_id: str, last: int) -> int | None:
+        """The depth of ``message_id`` if it is on the path below this page, else None."""
+        depth = self._depth_on_path(message_id)
+        return depth if depth is not None and depth > last else None
+
+    def _depth_on_path(self, message_id: str) -> int | None:
+        """The depth of ``message_id`` if it is on the leaf's path, else None (memoized; one walk)."""
+        if message_id in self._on_path:
+            return self._on_path[message_id]
+        depth: int | None = None
+        meta = self._tx.query(self._sql.get_message_meta, {"sid": self._session_id, "id": message_id})
+        if meta and int(meta[0][1]) <= self._leaf_depth:
+            candidate = int(meta[0][1])
+            rows = self._rows(candidate, candidate, budget=-1)
+            if rows and rows[0][:2] == (candidate, message_id):
+                depth = candidate
+        self._on_path[message_id] = depth
+        return depth
+
+    def _rows(self, first: int, last: int, *, budget: int) -> list[_Row]:
+        found = self._tx.query(
+            self._sql.history_page_rows,
+            {"sid": self._session_id, "leaf": self._leaf_id, "first": first, "last": last, "budget": budget},
+        )
+        return sorted((int(row[0]), str(row[1]), int(row[2] or 0), row[3]) for row in found)
+
+    def _now(self) -> str:
+        if self._created_at is None:
+            self._created_at = now_iso()
+        return self._created_at

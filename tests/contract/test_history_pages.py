@@ -1,0 +1,192 @@
+"""Paged history reads: the pages of a leaf's history, concatenated, are exactly ``get_history(leaf)``.
+
+Every backend: long chains crossing many jump spans, random trees with nested, overlapping,
+superseded and off-branch overlays, every page size, byte budgets, and the stored jump pointers
+after appends, deletes, overlays, imports and forks.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+from typing import Any
+
+import pytest
+from threadloom import Session
+from threadloom.core.manager import SessionManager
+from threadloom.errors import ConflictError, NotFoundError
+from threadloom.lifecycle import export_sessions, import_sessions
+from threadloom.records import HistoryEntry
+from threadloom.storage.dialect import JUMP_SPAN
+
+from tests.support.messages import text_message
+
+UNLIMITED = 10**12
+
+
+def comparable(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages with the summaries' read time left out (each read stamps its own)."""
+    return [
+        {key: value for key, value in message.items() if key != "createdAt"}
+        if message["id"].startswith("compaction_")
+        else message
+        for message in messages
+    ]
+
+
+def read_pages(session: Session, leaf: str, limit: int, max_bytes: int = UNLIMITED) -> list[list[HistoryEntry]]:
+    """Every page of ``leaf``'s history, following the keyset each page ends with."""
+    pages: list[list[HistoryEntry]] = []
+    start, after = 0, None
+    while True:
+        page = session.storage.get_history_page(leaf, start=start, limit=limit, max_bytes=max_bytes, after_id=after)  # type: ignore[attr-defined]
+        assert page.entries, "a page before the end of the path is never empty"
+        assert len(page.entries) <= limit
+        pages.append(page.entries)
+        last = page.entries[-1]
+        if last.next_depth >= page.path_length:
+            return pages
+        assert last.next_depth > start
+        start, after = last.next_depth, last.last_id
+
+
+def paged_history(session: Session, leaf: str, limit: int, max_bytes: int = UNLIMITED) -> list[dict[str, Any]]:
+    return [entry.message for page in read_pages(session, leaf, limit, max_bytes) for entry in page]
+
+
+def assert_pages_equal_history(session: Session, leaf: str, limits: tuple[int, ...]) -> None:
+    expected = comparable(session.get_history(leaf))
+    for limit in limits:
+        assert comparable(paged_history(session, leaf, limit)) == expected, f"leaf {leaf}, page size {limit}"
+    assert session.storage.count_history(leaf) == len(expected)  # type: ignore[attr-defined]
+
+
+def assert_jumps_exact(store: Any, session_id: str) -> None:
+    """Every stored jump is the seq of the ancestor at depth ((depth - 1) // JUMP_SPAN) * JUMP_SPAN (None: a root)."""
+    with store.database.read() as tx:
+        rows = tx.query(
+            "SELECT id, parent_id, depth, jump, seq FROM threadloom_messages WHERE session_id = :sid",
+            {"sid": session_id},
+        )
+    parent = {row[0]: row[1] for row in rows}
+    depth = {row[0]: int(row[2]) for row in rows}
+    seq = {row[0]: int(row[4]) for row in rows}
+    for message_id, _, message_depth, jump, _ in rows:
+        expected = None
+        if message_depth > 0:
+            target = ((message_depth - 1) // JUMP_SPAN) * JUMP_SPAN
+            expected = parent[message_id]
+            while depth[expected] > target:
+                expected = parent[expected]
+        assert jump == (None if expected is None else seq[expected]), f"jump of {message_id} at depth {message_depth}"
+
+
+def chain(session: Session, count: int, prefix: str = "m", parent: str | None = None) -> list[str]:
+    ids = [f"{prefix}{index}" for index in range(count)]
+    messages = [text_message(message_id, f"message {message_id}") for message_id in ids]
+    for start in range(0, count, 400):
+        session.append_messages(messages[start : start + 400], parent if start == 0 else ids[start - 1])
+    return ids
+
+
+def test_pages_of_a_long_chain_equal_the_history(store: Any) -> None:
+    session = Session.create(store).for_session("s")
+    ids = chain(session, 5 * JUMP_SPAN + 7, parent=None)
+    assert_pages_equal_history(session, ids[-1], (1, 7, JUMP_SPAN, 200, 1000))
+    assert_pages_equal_history(session, ids[100], (3, 50))  # an inner leaf: the path stops there
+    assert_jumps_exact(store, "s")
+
+
+def test_overlays_spanning_page_edges_nested_superseded_and_beyond_the_page(store: Any) -> None:
+    session = Session.create(store).for_session("s")
+    ids = chain(session, 300, parent=None)
+    session.add_compaction("early", "m3", "m9")
+    session.add_compaction("inside a replaced range (ignored)", "m5", "m20")
+    session.add_compaction("long", "m40", "m250")  # ends far beyond any small page
+    session.add_compaction("superseded", "m260", "m262")
+    session.add_compaction("latest from m260 wins", "m260", "m270")
+    session.add_compaction("a single message", "m280", "m280")
+    session.add_compaction("backwards (ignored)", "m290", "m285")
+    session.add_compaction("the last message", "m299", "m299")
+    assert_pages_equal_history(session, ids[-1], (1, 2, 3, 5, 8, 64, 200))
+    assert_pages_equal_history(session, "m100", (1, 4, 50))  # the long overlay's end is not on this path
+
+
+def test_random_trees_with_overlays_page_exactly_like_the_full_read(store: Any) -> None:
+    for seed in range(4):
+        rng = random.Random(seed)
+        session = Session.create(store).for_session(f"tree-{seed}")
+        ids = chain(session, rng.randint(70, 160), prefix=f"t{seed}-", parent=None)
+        for branch in range(rng.randint(2, 5)):  # branches hanging off random points, some long
+            ids += chain(session, rng.randint(1, 90), prefix=f"t{seed}-b{branch}-", parent=rng.choice(ids))
+        leaves = [message_id for message_id in ids if not session.get_branches(message_id)]
+        for _ in range(rng.randint(3, 12)):
+            leaf = rng.choice(leaves)
+            path = [message["id"] for message in session.storage.get_raw_path(leaf)]  # type: ignore[attr-defined]
+            first, second = rng.choice(path), rng.choice(path if rng.random() < 0.8 else ids)
+            session.add_compaction(f"summary {first}..{second}", first, second)
+        for leaf in leaves:
+            assert_pages_equal_history(session, leaf, (1, rng.randint(2, 9), 64))
+        assert_jumps_exact(store, f"tree-{seed}")
+
+
+def test_pages_stop_at_the_byte_budget(store: Any) -> None:
+    session = Session.create(store).for_session("s")
+    rng = random.Random(7)
+    messages = [text_message(f"m{index}", "é" * rng.randint(1, 3000)) for index in range(60)]
+    session.append_messages(messages)
+    session.add_compaction("summary " * 50, "m10", "m12")
+    budget = 8000
+    pages = read_pages(session, "m59", limit=25, max_bytes=budget)
+    for page in pages:
+        for entry in page:
+            assert entry.size == len(json.dumps(entry.message, separators=(",", ":"), ensure_ascii=False).encode())
+        assert len(page) == 1 or sum(entry.size + 1 for entry in page) <= budget
+    flat = [entry.message for page in pages for entry in page]
+    assert comparable(flat) == comparable(session.get_history("m59"))
+    assert len(pages) > 60 * 1500 * 2 // budget // 2  # the budget, not the count, ended most pages
+
+
+def test_a_cursor_notices_a_changed_tree_and_a_deleted_leaf(store: Any) -> None:
+    session = Session.create(store).for_session("s")
+    ids = chain(session, 150, parent=None)
+    first = session.storage.get_history_page("m149", start=0, limit=70, max_bytes=UNLIMITED)  # type: ignore[attr-defined]
+    last = first.entries[-1]
+    session.delete_messages(["m20"])  # every later message moves up one level
+    with pytest.raises(ConflictError):
+        session.storage.get_history_page(
+            "m149", start=last.next_depth, limit=70, max_bytes=UNLIMITED, after_id=last.last_id
+        )  # type: ignore[attr-defined]
+    assert_pages_equal_history(session, "m149", (13, 64))
+    assert_jumps_exact(store, "s")
+    session.delete_messages([ids[-1]])
+    with pytest.raises(NotFoundError):
+        session.storage.get_history_page("m149", start=0, limit=10, max_bytes=UNLIMITED)  # type: ignore[attr-defined]
+
+
+def test_jumps_stay_exact_through_deletes_overlays_updates_imports_and_forks(store: Any) -> None:
+    manager = SessionManager(store)
+    sid = manager.create_session("long").id
+    session = manager.get_session(sid)
+    chain(session, 260, parent=None)
+    chain(session, 80, prefix="side", parent="m100")
+    session.delete_messages(["m10", "m11", "m64", "m150"])  # children move up: depths below change
+    session.add_compaction("overlay", "m30", "m200")
+    session.update_message(text_message("m5", "a much longer text " * 40))
+    assert_jumps_exact(store, sid)
+    assert_pages_equal_history(session, "m259", (9, 100))
+    assert_pages_equal_history(session, "side79", (9, 100))
+
+    fork = manager.fork(sid, "m259", "fork")
+    assert_jumps_exact(store, fork.id)
+    forked = manager.get_session(fork.id)
+    leaf = forked.storage.get_latest_leaf_id()  # type: ignore[attr-defined]
+    assert comparable(paged_history(forked, leaf, 37)) == comparable(forked.get_history(leaf))
+
+    buffer = io.BytesIO()
+    export_sessions(store.lifecycle(), "default", [sid], buffer)
+    assert manager.delete(sid)
+    import_sessions(store.lifecycle(), "default", io.BytesIO(buffer.getvalue()))
+    assert_jumps_exact(store, sid)
+    assert_pages_equal_history(manager.get_session(sid), "m259", (9, 100))
