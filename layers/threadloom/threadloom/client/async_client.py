@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from threadloom.client import operations as ops
 from threadloom.client.async_session import AsyncRemoteSession
-from threadloom.client.transport import AsyncTransport, RetryPolicy
+from threadloom.client.transport import AsyncTransport, Connection, RetryPolicy
 from threadloom.records import OMITTED, Omitted
 
 if TYPE_CHECKING:
@@ -52,9 +52,7 @@ class AsyncThreadloomClient:
         self.base_url = base_url
         self.page_size = page_size
         retry = RetryPolicy(max_retries=max_retries, backoff=backoff, max_backoff=max_backoff)
-        self._http = AsyncTransport(
-            base_url, token=token, timeout=timeout, retry=retry, headers=headers, transport=transport
-        )
+        self._http = AsyncTransport(Connection(base_url, token, timeout, retry, headers), transport=transport)
 
     async def close(self) -> None:
         await self._http.close()

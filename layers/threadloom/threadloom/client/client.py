@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from threadloom.client import operations as ops
 from threadloom.client.session import RemoteSession
-from threadloom.client.transport import RetryPolicy, Transport
+from threadloom.client.transport import Connection, RetryPolicy, Transport
 from threadloom.records import OMITTED, Omitted
 from threadloom.tools.session_search import build_session_search_tool
 
@@ -61,9 +61,7 @@ class ThreadloomClient:
         self.base_url = base_url
         self.page_size = page_size
         retry = RetryPolicy(max_retries=max_retries, backoff=backoff, max_backoff=max_backoff)
-        self._http = Transport(
-            base_url, token=token, timeout=timeout, retry=retry, headers=headers, transport=transport
-        )
+        self._http = Transport(Connection(base_url, token, timeout, retry, headers), transport=transport)
 
     def close(self) -> None:
         self._http.close()

@@ -262,15 +262,22 @@ def plan(op: Op[T], retry: RetryPolicy) -> Wire[T]:
         return cast("T", stop.value)
 
 
-def client_options(
-    base_url: str, token: str | None, timeout: float, headers: Mapping[str, str] | None
-) -> dict[str, Any]:
-    """The httpx client's settings, the same for ``Client`` and ``AsyncClient``."""
-    default_headers = {"accept": "application/json", "user-agent": "threadloom-client"}
-    if token:
-        default_headers["authorization"] = f"Bearer {token}"
-    default_headers.update(headers or {})
-    return {"base_url": base_url.rstrip("/"), "headers": default_headers, "timeout": timeout}
+@dataclass(frozen=True, slots=True)
+class Connection:
+    """Where and how a client talks to the API, the same for ``Client`` and ``AsyncClient``."""
+
+    base_url: str
+    token: str | None
+    timeout: float
+    retry: RetryPolicy
+    headers: Mapping[str, str] | None = None
+
+    def httpx_options(self) -> dict[str, Any]:
+        default_headers = {"accept": "application/json", "user-agent": "threadloom-client"}
+        if self.token:
+            default_headers["authorization"] = f"Bearer {self.token}"
+        default_headers.update(self.headers or {})
+        return {"base_url": self.base_url.rstrip("/"), "headers": default_headers, "timeout": self.timeout}
 
 
 class Transport:
@@ -278,18 +285,14 @@ class Transport:
 
     def __init__(
         self,
-        base_url: str,
+        connection: Connection,
         *,
-        token: str | None,
-        timeout: float,
-        retry: RetryPolicy,
-        headers: Mapping[str, str] | None = None,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self.retry = retry
+        self.retry = connection.retry
         self._sleep = sleep
-        self._http = httpx.Client(**client_options(base_url, token, timeout, headers), transport=transport)
+        self._http = httpx.Client(**connection.httpx_options(), transport=transport)
 
     def close(self) -> None:
         self._http.close()
@@ -330,18 +333,14 @@ class AsyncTransport:
 
     def __init__(
         self,
-        base_url: str,
+        connection: Connection,
         *,
-        token: str | None,
-        timeout: float,
-        retry: RetryPolicy,
-        headers: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        self.retry = retry
+        self.retry = connection.retry
         self._sleep = sleep
-        self._http = httpx.AsyncClient(**client_options(base_url, token, timeout, headers), transport=transport)
+        self._http = httpx.AsyncClient(**connection.httpx_options(), transport=transport)
 
     async def close(self) -> None:
         await self._http.aclose()
@@ -381,6 +380,7 @@ __all__ = [
     "ERROR_CODES",
     "ERROR_STATUSES",
     "AsyncTransport",
+    "Connection",
     "HttpError",
     "Prepared",
     "RetryPolicy",
