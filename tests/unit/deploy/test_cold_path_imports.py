@@ -44,7 +44,11 @@ NEVER_AT_IMPORT = (
     "aws_lambda_powertools.utilities.idempotency",  # imports boto3; loaded by the first keyed write
     "aws_lambda_powertools.event_handler.openapi.models",  # the OpenAPI document's models, for /openapi.json
 )
-HANDLERS = [("api", "threadloom_api"), ("compaction", "threadloom_compaction")]
+HANDLERS = [
+    ("api", "threadloom_api"),
+    ("compaction", "threadloom_compaction"),
+    ("live_publisher", "threadloom_live_publisher"),
+]
 
 
 def loaded_modules(function: str, code: str, **environment: str) -> set[str]:
