@@ -12,11 +12,13 @@ the PostgreSQL backend selected. The figure is the time the ``import`` statement
 every subject once, in turn, so ``import boto3`` is measured under the same load as the handlers, and the
 ratios are taken within each round.
 
-    .venv/bin/python bench/cold_start.py [--runs 15] [--tracing off]
+    .venv/bin/python bench/cold_start.py [--runs 15] [--tracing off] [--baseline GIT_REVISION]
 
 ``--tracing off`` measures a function deployed with ``POWERTOOLS_TRACE_DISABLED=true`` (no X-Ray SDK loaded).
-The last two lines show the same handlers when the layer and function ship without ``.pyc`` (every cold
-start then compiles Threadloom's modules, since Lambda's code folders are read-only).
+Two lines show the same handlers when the layer and function ship without ``.pyc`` (every cold start then
+compiles Threadloom's modules, since Lambda's code folders are read-only). ``--baseline`` adds the handlers
+of an older revision (``git archive``), compiled the same way, to the same rounds: a before/after comparison
+under the same load.
 """
 
 from __future__ import annotations
@@ -56,16 +58,29 @@ class Subject:
     statement: str
     function: str | None = None  # folder under functions/, whose copy is LAMBDA_TASK_ROOT
     target_ms: float | None = None
-    compiled: bool = True
+    tree: str = "current"  # which shipped copy: "current", "source" (no .pyc) or "baseline"
     times: list[float] = field(default_factory=list)
     ratios: list[float] = field(default_factory=list)
 
 
-def ship(destination: Path, *, compiled: bool) -> Path:
+def ship(destination: Path, *, compiled: bool, revision: str | None = None) -> Path:
     """Copy the layer and the functions as a build lays them out; compile them as ``sam build`` does."""
-    shutil.copytree(ROOT / "layers/threadloom/threadloom", destination / "opt/python/threadloom")
+    source = ROOT
+    if revision is not None:  # the same folders at an older commit
+        source = destination / "checkout"
+        source.mkdir(parents=True)
+        archive = subprocess.run(
+            ["git", "archive", revision, "layers/threadloom/threadloom", "functions/api", "functions/compaction"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        )
+        subprocess.run(["tar", "-x", "-C", str(source)], input=archive.stdout, check=True)
+    shutil.copytree(source / "layers/threadloom/threadloom", destination / "opt/python/threadloom")
     for function in ("api", "compaction"):
-        shutil.copytree(ROOT / "functions" / function, destination / function)
+        shutil.copytree(source / "functions" / function, destination / function)
+    if revision is not None:
+        shutil.rmtree(source)
     for folder in destination.iterdir():
         for cache in folder.rglob("__pycache__"):
             shutil.rmtree(cache, ignore_errors=True)
@@ -85,7 +100,7 @@ def sample(subject: Subject, shipped: Path, tracing: bool) -> float:
     }
     if not tracing:
         env["POWERTOOLS_TRACE_DISABLED"] = "true"
-    if not subject.compiled:
+    if subject.tree == "source":
         env["PYTHONDONTWRITEBYTECODE"] = "1"  # as on Lambda's read-only folders: compiled again on every start
     result = subprocess.run(
         [sys.executable, "-c", PROBE, subject.statement], env=env, capture_output=True, text=True, check=True, cwd="/"
@@ -107,6 +122,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15, help="fresh interpreters per subject (default 15)")
     parser.add_argument("--tracing", choices=("on", "off"), default="on", help="Tracer on as in Lambda (default)")
+    parser.add_argument("--baseline", metavar="GIT_REVISION", help="also measure the handlers at this revision")
     arguments = parser.parse_args()
     tracing = arguments.tracing == "on"
     boto3 = Subject("reference: import boto3", "import boto3")
@@ -115,18 +131,27 @@ def main() -> None:
         Subject("compaction handler (threadloom_compaction)", "import threadloom_compaction", "compaction", 250.0),
         boto3,
         Subject("reference: Powertools Logger + Metrics", "from aws_lambda_powertools import Logger, Metrics"),
-        Subject("reference: Powertools Tracer (X-Ray SDK)", "import aws_lambda_powertools as p; p.Tracer()"),
-        Subject("API handler, shipped without .pyc", "import threadloom_api", "api", compiled=False),
-        Subject("compaction, shipped without .pyc", "import threadloom_compaction", "compaction", compiled=False),
+        Subject("reference: Powertools Tracer(), patch_all", "import aws_lambda_powertools as p; p.Tracer()"),
+        Subject("API handler, shipped without .pyc", "import threadloom_api", "api", tree="source"),
+        Subject("compaction, shipped without .pyc", "import threadloom_compaction", "compaction", tree="source"),
     ]
-    with tempfile.TemporaryDirectory() as compiled_dir, tempfile.TemporaryDirectory() as source_dir:
-        shipped = {True: ship(Path(compiled_dir), compiled=True), False: ship(Path(source_dir), compiled=False)}
+    if arguments.baseline:
+        at = arguments.baseline
+        subjects.append(Subject(f"API handler at {at}", "import threadloom_api", "api", tree="baseline"))
+        subjects.append(Subject(f"compaction at {at}", "import threadloom_compaction", "compaction", tree="baseline"))
+    with tempfile.TemporaryDirectory() as folder:
+        shipped = {
+            "current": ship(Path(folder) / "current", compiled=True),
+            "source": ship(Path(folder) / "source", compiled=False),
+        }
+        if arguments.baseline:
+            shipped["baseline"] = ship(Path(folder) / "baseline", compiled=True, revision=arguments.baseline)
         for subject in subjects:  # warm the OS file cache and the venv's own .pyc once, untimed
-            sample(subject, shipped[subject.compiled], tracing)
+            sample(subject, shipped[subject.tree], tracing)
         for round_number in range(arguments.runs):
             start = round_number % len(subjects)  # rotate the order so that no subject always runs first
             for subject in subjects[start:] + subjects[:start]:
-                subject.times.append(sample(subject, shipped[subject.compiled], tracing))
+                subject.times.append(sample(subject, shipped[subject.tree], tracing))
             for subject in subjects:
                 subject.ratios.append(subject.times[-1] / boto3.times[-1])
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")

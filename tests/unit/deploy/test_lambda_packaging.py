@@ -26,10 +26,10 @@ BUILT = {
 }
 CHECKED_HASH = 0b11  # PEP 552 flags: hash-based, and checked against the source on import
 
-pytestmark = [
-    pytest.mark.skipif(shutil.which("make") is None, reason="needs make, as sam build does"),
-    pytest.mark.skipif(sys.version_info[:2] != (3, 13), reason="the build compiles for Lambda's python3.13"),
-]
+needs_the_build_tools = pytest.mark.skipif(
+    shutil.which("make") is None or sys.version_info[:2] != (3, 13),
+    reason="runs the Makefiles as sam build does: needs make and Lambda's python3.13",
+)
 
 
 @pytest.fixture(scope="module")
@@ -80,12 +80,14 @@ def test_the_layer_and_the_cold_start_functions_are_built_by_their_makefiles(tem
     assert "manylinux2014_aarch64" in layer and "--python-version 3.13" in layer
 
 
+@needs_the_build_tools
 def test_the_layer_ships_threadloom_compiled_under_python(tmp_path: Path) -> None:
     artifacts = build("ThreadloomLayer", tmp_path)
     assert (artifacts / "python/threadloom/__init__.py").is_file()
     assert assert_every_module_ships_a_valid_pyc(artifacts / "python") > 100
 
 
+@needs_the_build_tools
 @pytest.mark.parametrize(
     ("logical_id", "handler"), [("ApiFunction", "threadloom_api"), ("CompactionFunction", "threadloom_compaction")]
 )
