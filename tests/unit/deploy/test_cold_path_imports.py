@@ -108,3 +108,9 @@ def test_an_api_request_on_sqlite_loads_neither_postgres_nor_idempotency(tmp_pat
     assert "threadloom.storage.sqlite.store" in modules
     assert offending(modules, ("pg8000", "threadloom.storage.postgres", "jwt", "boto3")) == []
     assert offending(modules, ("aws_lambda_powertools.utilities.idempotency",)) == []
+
+
+def test_the_postgresql_backend_loads_no_sqlite_module() -> None:
+    modules = loaded_modules("api", "import threadloom_api, threadloom.storage.postgres.store")
+    assert "pg8000" in modules
+    assert offending(modules, ("sqlite3", "threadloom.storage.sqlite")) == []
