@@ -75,6 +75,18 @@ def all_pages_through_the_handler() -> int:
             return count
 
 
+def all_pages_from_storage(storage: Any, leaf: str) -> int:
+    """The same pages read from storage directly (no handler), to tell storage cost from request cost."""
+    count, start, after = 0, 0, None
+    while True:
+        page = storage.get_history_page(leaf, start=start, limit=PAGE, max_bytes=5 * 2**20, after_id=after)
+        count += len(page.entries)
+        last = page.entries[-1]
+        if last.next_depth >= page.path_length:
+            return count
+        start, after = last.next_depth, last.last_id
+
+
 def median_ms(action: Any, repeats: int) -> float:
     timings = []
     for _ in range(repeats):
@@ -105,12 +117,14 @@ def measure(name: str, store: Any, folder: str) -> float:
 
     library = median_ms(session.get_history, 5)
     paged = median_ms(all_pages_through_the_handler, 3)
+    storage = median_ms(lambda: all_pages_from_storage(session.storage, str(leaf["id"])), 3)
     pages = -(-expected // PAGE)
     sliced = median_ms(lambda: [session.get_history(leaf["id"])[i : i + PAGE] for i in range(0, expected, PAGE)], 1)
     print(f"{name}: {LENGTH:,} messages ({expected:,} with the overlay applied), pages of {PAGE}")
     print(f"  one library read (get_history)          {library:8.1f} ms")
     print(f"  all {pages} pages through the API handler    {paged:8.1f} ms")
     print(f"  ratio pages / one read                  {paged / library:8.2f}  (target <= 2)")
+    print(f"  the same pages, storage reads alone     {storage:8.1f} ms  ({storage / library:.2f}x one read)")
     print(f"  a whole read sliced per page (before)   {sliced:8.1f} ms  ({sliced / library:.1f}x one read)")
     set_runtime(None)
     return paged / library

@@ -47,7 +47,8 @@ class SqlDialect:
     subtree: ClassVar[str]
     # One history page (threadloom.storage.history_pages): the rows at depths :first..:last of
     # :leaf's path as (depth, id, bytes, content), reached through the jump pointers, in any order,
-    # with the content only while the running bytes stay within :budget; then (depth, id, content)
+    # with the content only while the running bytes stay within :budget, and a row (-1, leaf id,
+    # leaf depth, NULL) when the leaf exists; then (depth, id, content)
     # of the rows from :start up to depth :first (contents the budget left out but a page needs).
     history_page_rows: ClassVar[str]
     history_page_contents: ClassVar[str]

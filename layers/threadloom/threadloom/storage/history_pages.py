@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from threadloom.compaction.markers import now_iso
 from threadloom.compaction.overlays import compaction_message
 from threadloom.core.messages import parse_stored_message
-from threadloom.errors import ConflictError, StorageError
+from threadloom.errors import ConflictError, NotFoundError, StorageError
 from threadloom.jscompat import compact_json
 from threadloom.records import HistoryEntry, StoredCompaction
 
@@ -40,7 +40,10 @@ _Planned = tuple[_Row | None, HistoryEntry | None]
 
 
 class HistoryPageReader:
-    """Reads pages of one leaf's history inside one read transaction."""
+    """Reads pages of one leaf's history with ``tx`` (a read transaction, or one statement at a time).
+
+    ``leaf_depth`` may be None: the first page read learns it (one statement less per page).
+    """
 
     def __init__(
         self,
@@ -49,7 +52,7 @@ class HistoryPageReader:
         session_id: str,
         *,
         leaf_id: str,
-        leaf_depth: int,
+        leaf_depth: int | None,
         compactions: list[StoredCompaction],
     ) -> None:
         self._tx = tx
@@ -73,17 +76,24 @@ class HistoryPageReader:
         used = 0
         depth = start
         anchor = after_id if start > 0 else None
-        if anchor is not None and start > self._leaf_depth:
-            raise ConflictError("The history changed since this cursor was issued; read it again without a cursor")
-        while depth <= self._leaf_depth and len(entries) < limit:
-            last = min(depth + limit - len(entries) - 1, self._leaf_depth)
+        while len(entries) < limit:
+            if self._leaf_depth is not None and depth > self._leaf_depth:
+                break
+            last = depth + limit - len(entries) - 1
+            if self._leaf_depth is not None:
+                last = min(last, self._leaf_depth)
             rows = self._rows(depth - 1 if anchor is not None else depth, last, budget=max_bytes - used)
+            if self._leaf_depth is None:
+                raise NotFoundError(f"Message {self._leaf_id!r} not found in session {self._session_id!r}")
+            last = min(last, self._leaf_depth)
             if anchor is not None:
                 if not rows or rows[0][0] != depth - 1 or rows[0][1] != anchor:
                     raise ConflictError(
                         "The history changed since this cursor was issued; read it again without a cursor"
                     )
                 rows, anchor = rows[1:], None
+            if depth > self._leaf_depth:
+                break
             if not rows or rows[0][0] != depth or rows[-1][0] != last:
                 raise StorageError(
                     f"The stored path of session {self._session_id!r} is inconsistent near depth {depth}"
@@ -109,6 +119,8 @@ class HistoryPageReader:
         overlay whose both ends are on the path; so it is enough to locate those ends (one walk
         each) and replay the choice from overlay start to overlay start.
         """
+        if self._leaf_depth is None:
+            raise ValueError("count() needs the leaf depth")
         total = self._leaf_depth + 1
         starts: dict[int, list[tuple[StoredCompaction, int]]] = {}
         for from_id, compactions in self._by_start.items():
@@ -215,7 +227,7 @@ class HistoryPageReader:
             return self._on_path[message_id]
         depth: int | None = None
         meta = self._tx.query(self._sql.get_message_meta, {"sid": self._session_id, "id": message_id})
-        if meta and int(meta[0][1]) <= self._leaf_depth:
+        if meta and self._leaf_depth is not None and int(meta[0][1]) <= self._leaf_depth:
             candidate = int(meta[0][1])
             rows = self._rows(candidate, candidate, budget=-1)
             if rows and rows[0][:2] == (candidate, message_id):
@@ -228,7 +240,18 @@ class HistoryPageReader:
             self._sql.history_page_rows,
             {"sid": self._session_id, "leaf": self._leaf_id, "first": first, "last": last, "budget": budget},
         )
-        return sorted((int(row[0]), str(row[1]), int(row[2] or 0), row[3]) for row in found)
+        rows: list[_Row] = []
+        for depth, message_id, size, content in found:
+            if int(depth) < 0:  # the leaf's own row: its depth
+                self._leaf_depth = int(size)
+            else:
+                rows.append((int(depth), str(message_id), int(size or 0), content))
+        return sorted(rows)
+
+    @property
+    def path_length(self) -> int:
+        """Rows root→leaf (known once a page was read)."""
+        return 0 if self._leaf_depth is None else self._leaf_depth + 1
 
     def _now(self) -> str:
         if self._created_at is None:

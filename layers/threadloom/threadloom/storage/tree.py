@@ -89,20 +89,11 @@ class SqlSessionProvider:
         when the leaf is gone.
         """
         with self._database.read() as tx:
-            meta = tx.query(self._sql.get_message_meta, self._params(id=leaf_id))
-            if not meta:
-                raise NotFoundError(f"Message {leaf_id!r} not found in session {self.session_id!r}")
-            leaf_depth = int(meta[0][1])
             reader = HistoryPageReader(
-                tx,
-                self._sql,
-                self.session_id,
-                leaf_id=leaf_id,
-                leaf_depth=leaf_depth,
-                compactions=self._compactions(tx),
+                tx, self._sql, self.session_id, leaf_id=leaf_id, leaf_depth=None, compactions=self._compactions(tx)
             )
             entries = reader.read(start, limit=limit, max_bytes=max_bytes, after_id=after_id)
-        return HistorySlice(entries=entries, path_length=leaf_depth + 1)
+        return HistorySlice(entries=entries, path_length=reader.path_length)
 
     def count_history(self, leaf_id: str) -> int:
         """``len(get_history(leaf_id))`` without reading the history: the path length minus what overlays hide."""

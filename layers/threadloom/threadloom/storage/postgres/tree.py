@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any
 from threadloom.compaction.overlays import apply_compactions
 from threadloom.core.messages import parse_stored_message
 from threadloom.errors import ConflictError, NotFoundError, StorageError
-from threadloom.records import OMITTED, AppendResult, Message, Omitted, SearchResult, StoredCompaction
+from threadloom.records import OMITTED, AppendResult, HistorySlice, Message, Omitted, SearchResult, StoredCompaction
 from threadloom.search import searchable_text, to_tsvector_literal
 from threadloom.storage.database import to_timestamp_text, utc_now
+from threadloom.storage.history_pages import HistoryPageReader
 from threadloom.storage.postgres.connection import sqlstate
 from threadloom.storage.postgres.sql import PostgresSql
 from threadloom.storage.registry import SqlSessionRegistry
@@ -29,7 +30,7 @@ from threadloom.storage.tree import SqlSessionProvider, _child_page, _PreparedMe
 if TYPE_CHECKING:
     import builtins
 
-    from threadloom.storage.database import Params
+    from threadloom.storage.database import Params, Row
     from threadloom.storage.postgres.database import PostgresDatabase
 
 # SQLSTATEs raised by threadloom_append (see migrations/0001_initial.sql).
@@ -83,6 +84,21 @@ class PostgresSessionProvider(SqlSessionProvider):
                 ]
         messages = _ordered_messages(path)
         return apply_compactions(messages, compactions) if compactions else messages
+
+    def get_history_page(
+        self, leaf_id: str, *, start: int = 0, limit: int, max_bytes: int, after_id: str | None = None
+    ) -> HistorySlice:
+        """As on SQLite, in two statements outside a transaction (the overlays, then the page)."""
+        reader = HistoryPageReader(
+            _OneStatementReads(self._database),
+            PostgresSql,
+            self.session_id,
+            leaf_id=leaf_id,
+            leaf_depth=None,
+            compactions=self.get_compactions(),
+        )
+        entries = reader.read(start, limit=limit, max_bytes=max_bytes, after_id=after_id)
+        return HistorySlice(entries=entries, path_length=reader.path_length)
 
     def get_raw_path(self, leaf_id: str | None = None) -> list[Message]:
         rows = self._one_read(PostgresSql.raw_path, leaf=leaf_id)
@@ -210,6 +226,19 @@ class PostgresSessionProvider(SqlSessionProvider):
                 parent = _detail(cause)
                 raise NotFoundError(f"Parent message {parent!r} not found in session {self.session_id!r}") from None
             raise
+
+
+class _OneStatementReads:
+    """An executor for reads that runs each statement on its own (one round trip, no BEGIN/COMMIT)."""
+
+    def __init__(self, database: PostgresDatabase) -> None:
+        self._database = database
+
+    def query(self, sql: str, params: Params | None = None) -> list[Row]:
+        return self._database.query_once(sql, params)  # type: ignore[return-value]
+
+    def execute(self, sql: str, params: Params | None = None) -> None:
+        raise StorageError("A one-statement reader does not write")
 
 
 def _append_result(row: list[Any]) -> AppendResult:

@@ -48,9 +48,17 @@ class SqliteSessionProvider(SqlSessionProvider):
                 SqliteSql.append_context,
                 self._params(id=prepared.id, parent=requested_parent, explicit=explicit),
             )[0]
-            leaf_id, next_seq, existing, existing_parent, parent_found, parent_depth, parent_path_tokens, target = (
-                context
-            )
+            (
+                leaf_id,
+                next_seq,
+                existing,
+                existing_parent,
+                parent_found,
+                parent_depth,
+                parent_path_tokens,
+                target,
+                parent_jump,  # the new row's jump (history_pages): the parent, or the parent's own jump
+            ) = context
             if existing:
                 return AppendResult(id=prepared.id, parent_id=existing_parent, inserted=False)
             if expected_leaf_id is not None and expected_leaf_id != leaf_id:
@@ -62,11 +70,11 @@ class SqliteSessionProvider(SqlSessionProvider):
                 tx.execute(SqliteSql.upsert_head, self._params(leaf=result.id, next_seq=next_seq + 1))
                 return result
             parent = requested_parent if explicit else leaf_id
-            depth, path_tokens = 0, prepared.tokens
+            depth, path_tokens, jump = 0, prepared.tokens, None
             if parent is not None:
                 if not parent_found:
                     raise NotFoundError(f"Parent message {parent!r} not found in session {self.session_id!r}")
-                depth, path_tokens = parent_depth + 1, parent_path_tokens + prepared.tokens
+                depth, path_tokens, jump = parent_depth + 1, parent_path_tokens + prepared.tokens, parent_jump
             connection = self._database.connection
             try:
                 row_id = connection.execute(
@@ -81,6 +89,7 @@ class SqliteSessionProvider(SqlSessionProvider):
                         tokens=prepared.tokens,
                         path_tokens=path_tokens,
                         created_at=utc_now(),
+                        jump=jump,
                     ),
                 ).lastrowid
                 if prepared.text:
