@@ -114,3 +114,18 @@ def test_the_postgresql_backend_loads_no_sqlite_module() -> None:
     modules = loaded_modules("api", "import threadloom_api, threadloom.storage.postgres.store")
     assert "pg8000" in modules
     assert offending(modules, ("sqlite3", "threadloom.storage.sqlite")) == []
+
+
+def test_the_snapstart_warm_up_loads_what_the_import_deferred(tmp_path: Path) -> None:
+    code = (
+        "import threadloom_api\n"
+        "from threadloom.api import models, snapstart\n"
+        "assert not models.SessionOut.__pydantic_complete__\n"
+        "snapstart.before_snapshot()\n"
+        "assert all(model.__pydantic_complete__ for model in (models.SessionOut, models.AppendIn, models.MessageIn))"
+    )
+    local = {"AWS_LAMBDA_FUNCTION_NAME": "", "THREADLOOM_BACKEND": "sqlite"}  # SQLite is refused on Lambda
+    table = {"THREADLOOM_IDEMPOTENCY_TABLE": "threadloom-idempotency"}
+    modules = loaded_modules("api", code, THREADLOOM_SQLITE_PATH=str(tmp_path / "t.db"), **local, **table)
+    assert {"threadloom.api.profile", "yaml", "aws_lambda_powertools.utilities.idempotency", "boto3"} <= modules
+    assert "aws_xray_sdk.ext.botocore.patch" in modules  # boto3 arrived traced
