@@ -5,8 +5,10 @@ queue one relay message per event of a watched session (``threadloom.live.aws.qu
 is parsed (``RelayMessage``) and posted (``ConnectionPoster``, several posts in flight): a 410 Gone forgets the
 connection. Posting is best
 effort, so a post that fails is logged and counted, not retried (a retry would hold back the session's newer
-events); only a record that cannot be parsed fails, and after the queue's maxReceiveCount it waits in the
-dead-letter queue, where an alarm reports it.
+events). A record that cannot be parsed is no better on a retry either: it is logged, counted
+(``LiveMessagesRejected``, which an alarm watches) and dropped, so its session's later events are not held back.
+Anything else that goes wrong fails the record (partial batch response): SQS redelivers it, and after the queue's
+maxReceiveCount it waits in the dead-letter queue, where another alarm reports it.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
 from threadloom.api.observability import logger, metrics, tracer
 from threadloom.correlation import MESSAGE_ATTRIBUTE
+from threadloom.errors import ValidationError
 from threadloom.live.aws.relay import DELIVERY_BUDGET_SECONDS, DELIVERY_CONCURRENCY, RelayMessage
 
 if TYPE_CHECKING:
@@ -59,7 +62,12 @@ def record_handler(record: SQSRecord) -> str:
     api_request_id = attribute.string_value if attribute is not None else None
     logger.set_correlation_id(api_request_id or record.message_id)
     logger.append_keys(sqs_message_id=record.message_id)
-    message = RelayMessage.from_json(record.body)  # ValidationError: the record fails (and ends in the DLQ)
+    try:
+        message = RelayMessage.from_json(record.body)
+    except ValidationError as error:
+        metrics.add_metric(name="LiveMessagesRejected", unit=MetricUnit.Count, value=1)
+        logger.error("Live relay message rejected and dropped", reason=str(error), body_bytes=len(record.body))
+        return "rejected"
     logger.append_keys(namespace=message.namespace, session_id=message.session_id)
     outcome = get_poster().post_all(
         message.connection_ids,

@@ -181,6 +181,19 @@ def test_the_live_events_queue_is_an_encrypted_fifo_queue_with_a_watched_dead_le
     assert (alarm["MetricName"], alarm["Threshold"]) == ("ApproximateNumberOfMessagesVisible", 0)
 
 
+def test_the_rejected_messages_alarm_watches_what_the_live_publisher_emits(template: dict[str, Any]) -> None:
+    alarm = template["Resources"]["LiveMessagesRejectedAlarm"]["Properties"]
+    function = template["Resources"]["LivePublisherFunction"]["Properties"]
+    service = function["Environment"]["Variables"]["POWERTOOLS_SERVICE_NAME"]
+    assert (
+        alarm["Namespace"]
+        == template["Globals"]["Function"]["Environment"]["Variables"]["POWERTOOLS_METRICS_NAMESPACE"]
+    )
+    assert alarm["Dimensions"] == [{"Name": "service", "Value": service}]
+    handler = (ROOT / "functions/live_publisher/threadloom_live_publisher.py").read_text(encoding="utf-8")
+    assert f'name="{alarm["MetricName"]}"' in handler
+
+
 def test_the_live_publisher_runs_outside_the_vpc_with_least_privilege(template: dict[str, Any]) -> None:
     function = template["Resources"]["LivePublisherFunction"]
     properties = function["Properties"]
