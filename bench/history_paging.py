@@ -11,6 +11,7 @@ Run: .venv/bin/python bench/history_paging.py [--postgres postgresql://postgres@
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import statistics
@@ -46,9 +47,12 @@ class _Context:
         return 60_000
 
 
+_TEMPLATE = json.loads((ROOT / "events" / "api" / "get_session.json").read_text(encoding="utf-8"))
+
+
 def history_event(query: dict[str, str]) -> dict[str, Any]:
     """A ``GET /sessions/{id}/history`` event as API Gateway (HTTP API, JWT authorizer) sends it."""
-    event: dict[str, Any] = json.loads((ROOT / "events" / "api" / "get_session.json").read_text(encoding="utf-8"))
+    event: dict[str, Any] = copy.deepcopy(_TEMPLATE)
     path = f"/sessions/{SESSION}/history"
     event["routeKey"] = event["requestContext"]["routeKey"] = "$default"
     event["rawPath"] = event["requestContext"]["http"]["path"] = path

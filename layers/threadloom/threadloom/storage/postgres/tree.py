@@ -18,13 +18,22 @@ from typing import TYPE_CHECKING, Any
 from threadloom.compaction.overlays import apply_compactions
 from threadloom.core.messages import parse_stored_message
 from threadloom.errors import ConflictError, NotFoundError, StorageError
-from threadloom.records import OMITTED, AppendResult, HistorySlice, Message, Omitted, SearchResult, StoredCompaction
+from threadloom.records import (
+    OMITTED,
+    AppendResult,
+    HistorySlice,
+    Message,
+    Omitted,
+    SearchResult,
+    SessionInfo,
+    StoredCompaction,
+)
 from threadloom.search import searchable_text, to_tsvector_literal
 from threadloom.storage.database import to_timestamp_text, utc_now
 from threadloom.storage.history_pages import HistoryPageReader
 from threadloom.storage.postgres.connection import sqlstate
 from threadloom.storage.postgres.sql import PostgresSql
-from threadloom.storage.registry import SqlSessionRegistry
+from threadloom.storage.registry import SqlSessionRegistry, _session_info
 from threadloom.storage.tree import SqlSessionProvider, _child_page, _PreparedMessage
 
 if TYPE_CHECKING:
@@ -257,6 +266,12 @@ def _detail(error: BaseException | None) -> str | None:
 
 class PostgresSessionRegistry(SqlSessionRegistry):
     """The shared registry; search hits carry the searched text, rebuilt from the stored message."""
+
+    def get(self, session_id: str) -> SessionInfo | None:
+        """One statement, no transaction: every request checks its session this way (one round trip, not three)."""
+        database: PostgresDatabase = self._database  # type: ignore[assignment]
+        rows = database.query_once(PostgresSql.get_session, {"namespace": self.namespace, "id": session_id})
+        return _session_info(tuple(rows[0])) if rows else None
 
     def search(self, query: str, *, limit: int = 20) -> builtins.list[SearchResult]:
         match = PostgresSql.match_param(query)
