@@ -138,6 +138,7 @@ class LimitsSpec(_Strict):
     search_limit: int = _limit_field("search_limit")
     max_search_limit: int = _limit_field("max_search_limit")
     max_response_bytes: int = _limit_field("max_response_bytes")
+    max_fork_messages: int = _limit_field("max_fork_messages")
 
     @model_validator(mode="after")
     def _consistent(self) -> LimitsSpec:

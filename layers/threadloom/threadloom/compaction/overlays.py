@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from threadloom.compaction.markers import COMPACTION_PREFIX, now_iso
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
     from threadloom.records import Message, StoredCompaction
 
@@ -77,4 +77,33 @@ def apply_compactions(
     return result
 
 
-__all__ = ["apply_compactions", "compaction_message"]
+def overlay_ranges(
+    positions: Mapping[str, int], compactions: Sequence[StoredCompaction]
+) -> list[tuple[int, int, StoredCompaction]]:
+    """The overlays :func:`apply_compactions` applies to one path, as ``(from, to, overlay)`` positions.
+
+    ``positions`` maps ids on the path to their index (root 0); only overlay ends need to be in
+    it, so a caller that copies a path in the database reads a handful of ids, not the path.
+    Same rules as :func:`apply_compactions`: both ends on the path, the latest overlay of a
+    ``from`` wins, and one starting inside a replaced range is ignored. Ranges come in path order.
+    """
+    by_start: dict[str, list[StoredCompaction]] = {}
+    for compaction in compactions:
+        if compaction.from_message_id in positions and compaction.to_message_id in positions:
+            by_start.setdefault(compaction.from_message_id, []).append(compaction)
+    ranges: list[tuple[int, int, StoredCompaction]] = []
+    next_free = 0
+    for start_id in sorted(by_start, key=positions.__getitem__):
+        start = positions[start_id]
+        if start < next_free:
+            continue
+        for candidate in reversed(by_start[start_id]):
+            end = positions[candidate.to_message_id]
+            if end >= start:
+                ranges.append((start, end, candidate))
+                next_free = end + 1
+                break
+    return ranges
+
+
+__all__ = ["apply_compactions", "compaction_message", "overlay_ranges"]

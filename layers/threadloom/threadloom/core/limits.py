@@ -91,6 +91,8 @@ class Limits:
     """Most hits one search returns."""
     max_response_bytes: int = 5 * MIB
     """Most bytes of one response body (Lambda refuses responses over 6 MB); lists page by bytes too."""
+    max_fork_messages: int = 100_000
+    """Messages one fork may copy (its history up to the fork point, overlays applied)."""
 
     def __post_init__(self) -> None:
         for item in fields(self):
@@ -246,6 +248,14 @@ class Limits:
             raise ValidationError("limit must be a positive integer")
         return min(limit, self.max_page_size)
 
+    def check_fork_size(self, messages: int, at_message_id: str) -> None:
+        """A fork copies at most ``max_fork_messages`` messages in one request (413 beyond)."""
+        if messages > self.max_fork_messages:
+            raise PayloadTooLargeError(
+                f"The history up to message {_shown(at_message_id)} holds {messages} messages; "
+                f"a fork copies at most {self.max_fork_messages}"
+            )
+
     def search_size(self, limit: int | None) -> int:
         if limit is None:
             return self.search_limit
@@ -277,6 +287,7 @@ HARD_LIMITS: Final = Limits(
     search_limit=100,
     max_search_limit=100,
     max_response_bytes=5 * MIB + 512 * KIB,
+    max_fork_messages=1_000_000,
 )
 """Ceilings a profile cannot raise: what the OpenAPI schema documents and every response stays under."""
 

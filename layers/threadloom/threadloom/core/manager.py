@@ -406,11 +406,37 @@ class SessionManager:
     # ------------------------------------------------------- fork and compact
 
     def fork(self, session_id: str, at_message_id: str, name: str) -> SessionInfo:
-        """Copy the history up to ``at_message_id`` (overlays materialized) into a new session with new ids."""
+        """Copy the history up to ``at_message_id`` (overlays materialized) into a new session with new ids.
+
+        On a SQL store the copy happens inside the database in one transaction, a few statements
+        whatever the history's length; other session providers get it appended through them. At
+        most ``limits.max_fork_messages`` messages are copied (:class:`PayloadTooLargeError` beyond).
+        """
+        self._require(session_id)
+        source = self.get_session(session_id)
+        copy_history = getattr(source.storage, "copy_history", None)  # HistoryCopyingSessionProvider
+        if not callable(copy_history):
+            return self.fork_by_appending(session_id, at_message_id, name)
+        if source.get_message(at_message_id) is None:
+            raise NotFoundError(f"Message {at_message_id!r} not found in session {session_id!r}")
+        info = self.create_session(name, parent_session_id=session_id)
+        try:
+            new_ids = copy_history(at_message_id, info.id, limits=self.limits)
+        except BaseException:
+            self._registry.delete(info.id)
+            raise
+        self._touch(info.id)
+        self.get_session(info.id).adopt_copied_history(new_ids[-1])
+        source.announce_change("fork")
+        return info
+
+    def fork_by_appending(self, session_id: str, at_message_id: str, name: str) -> SessionInfo:
+        """:meth:`fork` through the session API: read the history, append copies (any session provider)."""
         self._require(session_id)
         history = self.get_session(session_id).get_history(at_message_id)
         if not history:
             raise NotFoundError(f"Message {at_message_id!r} not found in session {session_id!r}")
+        self.limits.check_fork_size(len(history), at_message_id)
         info = self.create_session(name, parent_session_id=session_id)
         copies = [{**message, "id": str(uuid.uuid4())} for message in history]
         self.get_session(info.id).append_messages(copies, None)

@@ -151,6 +151,16 @@ class Session:
         self._events.add_change_listener(callback)
         return self
 
+    def adopt_copied_history(self, leaf_id: str) -> None:
+        """After storage copied a history in (a fork): what an append of it would have triggered.
+
+        Listeners hear the status and an ``append`` change, and a copy over the threshold compacts.
+        """
+        self._ensure_ready()
+        estimate = self._emit_status("idle")
+        self._events.emit_change("append", leaf_id)
+        self._maybe_auto_compact(estimate, leaf_id)
+
     def announce_change(self, change: str, leaf_id: str | None = None) -> None:
         """Tell change listeners about a write made around the session (a fork, a context tool)."""
         self._events.emit_change(change, leaf_id)

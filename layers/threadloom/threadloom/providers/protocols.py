@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from threadloom.core.limits import Limits
     from threadloom.records import AppendResult, Message, SearchResult, StoredCompaction
 
 
@@ -80,6 +81,12 @@ class BranchPagingSessionProvider(Protocol):
     def get_branch_page(self, message_id: str, *, after_seq: int, limit: int) -> list[tuple[int, Message]]: ...
 
 
+class HistoryCopyingSessionProvider(Protocol):
+    """A session provider that copies a history into another session of its store (a fork) by itself."""
+
+    def copy_history(self, at_message_id: str, target_session_id: str, *, limits: Limits) -> list[str]: ...
+
+
 def _has_callable(provider: object, name: str) -> bool:
     return provider is not None and callable(getattr(provider, name, None))
 
@@ -101,6 +108,7 @@ def is_search_provider(provider: object) -> bool:
 
 __all__ = [
     "BranchPagingSessionProvider",
+    "HistoryCopyingSessionProvider",
     "ContextProvider",
     "SearchProvider",
     "SearchableSessionProvider",

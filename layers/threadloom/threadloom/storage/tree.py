@@ -17,10 +17,13 @@ Design points (see contract §3 and §4):
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from threadloom.compaction.overlays import apply_compactions
+from threadloom.compaction.markers import now_iso
+from threadloom.compaction.overlays import apply_compactions, compaction_message, overlay_ranges
+from threadloom.core.limits import HARD_LIMITS
 from threadloom.core.messages import parse_stored_message, serialize_message, validate_message
 from threadloom.errors import CompactionAlreadyStoredError, ConflictError, NotFoundError, ValidationError
 from threadloom.records import (
@@ -39,6 +42,7 @@ from threadloom.storage.history_pages import HistoryPageReader
 from threadloom.tokens import estimate_message_tokens, estimate_single_message_tokens
 
 if TYPE_CHECKING:
+    from threadloom.core.limits import Limits
     from threadloom.storage.database import Database, Executor, Row
     from threadloom.storage.dialect import SqlDialect
     from threadloom.storage.snapshot import CompactionRow, MessageRow
@@ -419,6 +423,65 @@ class SqlSessionProvider:
                 self._recompute_subtrees(tx, [to_message_id])
         return stored
 
+    def copy_history(self, at_message_id: str, target_session_id: str, *, limits: Limits = HARD_LIMITS) -> list[str]:
+        """Copy ``get_history(at_message_id)`` into the empty session ``target_session_id``, inside the database.
+
+        What a fork used to do through the client, minus the round trips: overlays are materialized
+        as their summary messages, every message gets a new id (in its stored JSON too), the copy is
+        one chain from a new root, and depth, running token estimates and the search index are what
+        appending the same messages would have built. One transaction; the path is walked and copied
+        by a few statements whatever its length. Returns the new ids, root first.
+        """
+        with self._database.write() as tx:
+            meta = tx.query(self._sql.get_message_meta, self._params(id=at_message_id))
+            if not meta:
+                raise NotFoundError(f"Message {at_message_id!r} not found in session {self.session_id!r}")
+            last = int(meta[0][1])  # the fork point's depth: the path holds last + 1 messages
+            ranges: list[tuple[int, int, StoredCompaction]] = []
+            compactions = self._compactions(tx)
+            if compactions:
+                ends = tx.query(self._sql.path_overlay_ends, self._params(leaf=at_message_id))
+                ranges = overlay_ranges({str(row[0]): int(row[1]) for row in ends}, compactions)
+            plan = _CopyPlan(last, ranges)
+            limits.check_fork_size(plan.size, at_message_id)
+            prefix = str(uuid.uuid4())[:28]
+            new_ids = [f"{prefix}{position:08x}" for position in range(plan.size)]
+            copy = {
+                "sid": self.session_id,
+                "leaf": at_message_id,
+                "target": target_session_id,
+                "prefix": prefix,
+                "segments": json.dumps(plan.segments),
+                "created_at": utc_now(),
+            }
+            tx.execute(self._sql.copy_path, copy)
+            if self._sql.index_copied_path:
+                tx.execute(self._sql.index_copied_path, copy)
+            for position, prepared in plan.summaries(new_ids):
+                before = (
+                    tx.query(self._sql.get_message_meta, {"sid": target_session_id, "id": new_ids[position - 1]})
+                    if position
+                    else []
+                )
+                row = {
+                    "sid": target_session_id,
+                    "id": prepared.id,
+                    "seq": position + 1,
+                    "parent_id": new_ids[position - 1] if position else None,
+                    "role": prepared.role,
+                    "content": prepared.content,
+                    "depth": position,
+                    "tokens": prepared.tokens,
+                    "path_tokens": (int(before[0][3]) if before else 0) + prepared.tokens,
+                    "created_at": copy["created_at"],
+                }
+                tx.execute(self._sql.insert_message, row)
+                tx.execute(self._sql.index_message, {**row, **self._sql.index_params(prepared.text)})
+            tx.execute(
+                self._sql.set_copied_head, {"target": target_session_id, "leaf": new_ids[-1], "next_seq": plan.size + 1}
+            )
+        return new_ids
+
     def restore(
         self,
         tx: Executor,
@@ -599,6 +662,39 @@ class _PreparedMessage:
         except RecursionError:
             raise ValidationError(f"Message {self.id!r} is nested too deeply to store") from None
         # validate_message already refused NUL characters and lone surrogates in every string.
+
+
+class _CopyPlan:
+    """Where each message of a path lands in a fork: kept stretches shift up past the overlaid ranges.
+
+    ``segments`` is what the copy statement joins on: old depths ``a..b`` land at depth + ``o``,
+    after ``t`` tokens of overlay summaries. Each overlaid range ``from..to`` becomes one summary
+    message at ``from``'s new position, as :func:`apply_compactions` would have put it.
+    """
+
+    def __init__(self, last: int, ranges: list[tuple[int, int, StoredCompaction]]) -> None:
+        self.segments: list[dict[str, int]] = []
+        self._summaries: list[tuple[int, Message]] = []
+        created_at = now_iso() if ranges else ""
+        offset = start = tokens_before = 0
+        for first, end, overlay in ranges:
+            if first > start:
+                self.segments.append({"a": start, "b": first - 1, "o": offset, "t": tokens_before})
+            summary = compaction_message(overlay, created_at)
+            self._summaries.append((first + offset, summary))
+            tokens_before += estimate_single_message_tokens(summary)
+            offset -= end - first
+            start = end + 1
+        if start <= last:
+            self.segments.append({"a": start, "b": last, "o": offset, "t": tokens_before})
+        self.size = last + 1 + offset
+        """Messages the fork holds."""
+
+    def summaries(self, new_ids: list[str]) -> list[tuple[int, _PreparedMessage]]:
+        """Each overlay's summary message at its new position, with that position's id."""
+        return [
+            (position, _PreparedMessage({**summary, "id": new_ids[position]})) for position, summary in self._summaries
+        ]
 
 
 class CompactionFence:

@@ -15,6 +15,24 @@ from threadloom.search import parse_query, to_tsquery_literal, to_tsvector_liter
 from threadloom.storage.dialect import JUMP_SPAN, SqlDialect
 
 _NEXT_ACTIVITY = "(SELECT COALESCE(MAX(activity_seq), 0) + 1 FROM threadloom_sessions WHERE namespace = :namespace)"
+_FORK_PATH = (
+    "WITH RECURSIVE path(id, parent_id, depth) AS ("
+    " SELECT id, parent_id, depth FROM threadloom_messages WHERE session_id = :sid AND id = :leaf"
+    " UNION ALL"
+    " SELECT m.id, m.parent_id, m.depth FROM threadloom_messages m JOIN path p"
+    " ON m.session_id = :sid AND m.id = p.parent_id)"
+)
+# A fork's copy plan: each message on the path root→:leaf, where it lands in the new session (its
+# depth shifted by the segment's offset, overlaid ranges being left out) and the tokens of the overlay
+# summaries before it. New ids are :prefix plus the position in 8 hex digits (a UUID's shape).
+_FORK_PLAN = (
+    f"{_FORK_PATH}, plan(old_id, pos, tokens_before) AS ("
+    " SELECT p.id, p.depth + s.o, s.t FROM path p"
+    " JOIN json_to_recordset(CAST(:segments AS json)) AS s(a bigint, b bigint, o bigint, t bigint)"
+    " ON p.depth BETWEEN s.a AND s.b)"
+)
+_FORK_PREFIX = "CAST(:prefix AS text)"
+_FORK_ID = f"{_FORK_PREFIX} || lpad(to_hex(q.pos), 8, '0')"
 _REQUEST_COLUMNS = (
     "id, session_id, leaf_id, state, from_message_id, to_message_id, error, requested_at, started_at, finished_at"
 )
@@ -83,6 +101,35 @@ class PostgresSql(SqlDialect):
     get_children_page = (
         "SELECT seq, content FROM threadloom_messages WHERE session_id = :sid AND parent_id = :id AND seq > :after_seq "
         "ORDER BY seq LIMIT :limit"
+    )
+    # Fork, copied in the database (SqlSessionProvider.copy_history): the overlay ends on the path, then
+    # the path's rows with new ids, running estimates and their search vectors, in one statement. The
+    # top-level "id" of the stored JSON is rewritten in place, every other byte kept (json, not jsonb).
+    path_overlay_ends = (
+        f"{_FORK_PATH} SELECT p.id, p.depth FROM path p WHERE p.id IN ("
+        "SELECT from_message_id FROM threadloom_compactions WHERE session_id = :sid UNION "
+        "SELECT to_message_id FROM threadloom_compactions WHERE session_id = :sid)"
+    )
+    copy_path = (
+        f"{_FORK_PLAN} INSERT INTO threadloom_messages "
+        "(session_id, id, seq, parent_id, role, content, depth, tokens, path_tokens, created_at, search_vector) "
+        f"SELECT :target, {_FORK_ID}, q.pos + 1, "
+        f"CASE WHEN q.pos = 0 THEN NULL ELSE {_FORK_PREFIX} || lpad(to_hex(q.pos - 1), 8, '0') END, m.role, "
+        # The usual shape (the id first) is a string splice; any other is rebuilt key by key.
+        """CASE WHEN starts_with(m.content, '{"id":' || to_json(m.id)::text || ',') """
+        f"""THEN '{{"id":' || to_json({_FORK_ID})::text """
+        """|| substr(m.content, length('{"id":' || to_json(m.id)::text) + 1) ELSE """
+        "(SELECT '{' || string_agg(to_json(e.key)::text || ':' || CASE WHEN e.key = 'id' "
+        f"THEN to_json({_FORK_ID})::text ELSE e.value::text END, ',' ORDER BY e.n) || '}}' "
+        "FROM json_each(CAST(m.content AS json)) WITH ORDINALITY AS e(key, value, n)) END, "
+        "q.pos, m.tokens, q.tokens_before + SUM(m.tokens) OVER (ORDER BY q.pos ROWS UNBOUNDED PRECEDING), "
+        "CAST(:created_at AS timestamptz), m.search_vector "
+        "FROM plan q JOIN threadloom_messages m ON m.session_id = :sid AND m.id = q.old_id"
+    )
+    index_copied_path = ""  # the search vector is a column of the copied row
+    set_copied_head = (
+        "INSERT INTO threadloom_session_heads (session_id, leaf_id, next_seq) VALUES (:target, :leaf, :next_seq) "
+        "ON CONFLICT (session_id) DO UPDATE SET leaf_id = excluded.leaf_id, next_seq = excluded.next_seq"
     )
     get_child_ids = "SELECT id FROM threadloom_messages WHERE session_id = :sid AND parent_id = :id ORDER BY seq"
     tree_skeleton = "SELECT id, parent_id FROM threadloom_messages WHERE session_id = :sid ORDER BY seq"

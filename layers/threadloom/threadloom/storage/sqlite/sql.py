@@ -8,6 +8,23 @@ from threadloom.search import parse_query, to_fts5_match
 from threadloom.storage.dialect import JUMP_SPAN, SqlDialect
 
 _NEXT_ACTIVITY = "(SELECT COALESCE(MAX(activity_seq), 0) + 1 FROM threadloom_sessions WHERE namespace = :namespace)"
+_FORK_PATH = (
+    "WITH RECURSIVE path(id, parent_id, depth) AS ("
+    " SELECT id, parent_id, depth FROM threadloom_messages WHERE session_id = :sid AND id = :leaf"
+    " UNION ALL"
+    " SELECT m.id, m.parent_id, m.depth FROM threadloom_messages m JOIN path p"
+    " ON m.session_id = :sid AND m.id = p.parent_id)"
+)
+# A fork's copy plan: each message on the path root→:leaf, where it lands in the new session (its
+# depth shifted by the segment's offset, overlaid ranges being left out) and the tokens of the overlay
+# summaries before it. New ids are :prefix plus the position in 8 hex digits (a UUID's shape).
+_FORK_PLAN = (
+    f"{_FORK_PATH}, plan(old_id, pos, tokens_before) AS ("
+    " SELECT p.id, p.depth + s.o, s.t FROM path p CROSS JOIN (SELECT json_extract(value, '$.a') AS a,"
+    " json_extract(value, '$.b') AS b, json_extract(value, '$.o') AS o, json_extract(value, '$.t') AS t"
+    " FROM json_each(:segments)) s ON p.depth BETWEEN s.a AND s.b)"
+)
+_FORK_ID = "printf('%s%08x', :prefix, q.pos)"
 _REQUEST_COLUMNS = (
     "id, session_id, leaf_id, state, from_message_id, to_message_id, error, requested_at, started_at, finished_at"
 )
@@ -80,6 +97,34 @@ class SqliteSql(SqlDialect):
     get_children_page = (
         "SELECT seq, content FROM threadloom_messages WHERE session_id = :sid AND parent_id = :id AND seq > :after_seq "
         "ORDER BY seq LIMIT :limit"
+    )
+    # Fork, copied in the database (SqlSessionProvider.copy_history): the overlay ends on the path, then
+    # the path's rows with new ids and running estimates, then their full-text rows.
+    path_overlay_ends = (
+        f"{_FORK_PATH} SELECT p.id, p.depth FROM path p WHERE p.id IN ("
+        "SELECT from_message_id FROM threadloom_compactions WHERE session_id = :sid UNION "
+        "SELECT to_message_id FROM threadloom_compactions WHERE session_id = :sid)"
+    )
+    copy_path = (
+        f"{_FORK_PLAN} INSERT INTO threadloom_messages "
+        "(session_id, id, seq, parent_id, role, content, depth, tokens, path_tokens, created_at) "
+        f"SELECT :target, {_FORK_ID}, q.pos + 1, "
+        "CASE WHEN q.pos = 0 THEN NULL ELSE printf('%s%08x', :prefix, q.pos - 1) END, "
+        f"m.role, json_set(m.content, '$.id', {_FORK_ID}), q.pos, m.tokens, "
+        "q.tokens_before + SUM(m.tokens) OVER (ORDER BY q.pos ROWS UNBOUNDED PRECEDING), :created_at "
+        "FROM plan q CROSS JOIN threadloom_messages m ON m.session_id = :sid AND m.id = q.old_id"
+    )
+    # CROSS JOIN fixes the join order (SQLite's rule): from the path, one key lookup per row.
+    index_copied_path = (
+        f"{_FORK_PLAN} INSERT INTO threadloom_message_fts (rowid, content) "
+        "SELECT n.rowid, f.content FROM plan q "
+        "CROSS JOIN threadloom_messages m ON m.session_id = :sid AND m.id = q.old_id "
+        "CROSS JOIN threadloom_message_fts f ON f.rowid = m.rowid "
+        f"CROSS JOIN threadloom_messages n ON n.session_id = :target AND n.id = {_FORK_ID}"
+    )
+    set_copied_head = (
+        "INSERT INTO threadloom_session_heads (session_id, leaf_id, next_seq) VALUES (:target, :leaf, :next_seq) "
+        "ON CONFLICT (session_id) DO UPDATE SET leaf_id = excluded.leaf_id, next_seq = excluded.next_seq"
     )
     get_child_ids = "SELECT id FROM threadloom_messages WHERE session_id = :sid AND parent_id = :id ORDER BY seq"
     tree_skeleton = "SELECT id, parent_id FROM threadloom_messages WHERE session_id = :sid ORDER BY seq"
