@@ -85,6 +85,7 @@ def test_fork_copies_what_the_old_fork_appended(store: Any, at: str) -> None:
         assert [child["id"] for child in fork.get_branches(message_id)] == [ids[index + 1]]
     assert fork.get_branches(ids[-1]) == []
     assert manager.get_compactions(new.id) == []
+    assert derived_columns(store, new.id) == derived_columns(store, old.id)
     assert new.parent_session_id == source and manager.get(new.id) is not None
     # The copies are indexed as appended ones are, in the fork and across the namespace.
     assert [hit.id for hit in fork.search("lighthouse")] == [ids[0]]
@@ -95,6 +96,29 @@ def test_fork_copies_what_the_old_fork_appended(store: Any, at: str) -> None:
     # The fork is a session like any other: appending continues the chain.
     manager.append(new.id, text_message("next"))
     assert manager.get_history(new.id)[-2:] == [new_history[-1], text_message("next")]
+
+
+def derived_columns(store: Any, session_id: str) -> list[tuple[Any, ...]]:
+    """What appends compute per row besides the content: order, depth, estimates and the history jump."""
+    with store.database.read() as tx:
+        rows = tx.query(
+            "SELECT seq, depth, tokens, path_tokens, jump, role FROM threadloom_messages "
+            "WHERE session_id = :sid ORDER BY seq",
+            {"sid": session_id},
+        )
+    return [tuple(row) for row in rows]
+
+
+def test_a_long_fork_fills_the_history_jumps_as_appends_do(store: Any) -> None:
+    manager = SessionManager.create(store, namespace="long")
+    source = manager.create("long").id
+    manager.append_all(source, [text_message(f"l{index}") for index in range(300)])
+    manager.add_compaction(source, "summary of l10..l99", "l10", "l99")
+    new = manager.fork(source, "l299", "new")
+    old = manager.fork_by_appending(source, "l299", "old")
+    assert derived_columns(store, new.id) == derived_columns(store, old.id)
+    assert len(derived_columns(store, new.id)) == 300 - 89
+    assert [m["parts"] for m in manager.get_history(new.id)] == [m["parts"] for m in manager.get_history(old.id)]
 
 
 def stored_text(store: Any, session_id: str, message_id: str) -> str:

@@ -474,6 +474,7 @@ class SqlSessionProvider:
                     "tokens": prepared.tokens,
                     "path_tokens": (int(before[0][3]) if before else 0) + prepared.tokens,
                     "created_at": copy["created_at"],
+                    "jump": ((position - 1) // JUMP_SPAN) * JUMP_SPAN + 1 if position else None,
                 }
                 tx.execute(self._sql.insert_message, row)
                 tx.execute(self._sql.index_message, {**row, **self._sql.index_params(prepared.text)})

@@ -33,6 +33,8 @@ _FORK_PLAN = (
 )
 _FORK_PREFIX = "CAST(:prefix AS text)"
 _FORK_ID = f"{_FORK_PREFIX} || lpad(to_hex(q.pos), 8, '0')"
+# The new seq is the position + 1, so the jump (migration 0005) is the seq of position ((pos - 1) // span) * span.
+_FORK_JUMP = f"CASE WHEN q.pos = 0 THEN NULL ELSE ((q.pos - 1) / {JUMP_SPAN}) * {JUMP_SPAN} + 1 END"
 _REQUEST_COLUMNS = (
     "id, session_id, leaf_id, state, from_message_id, to_message_id, error, requested_at, started_at, finished_at"
 )
@@ -112,7 +114,7 @@ class PostgresSql(SqlDialect):
     )
     copy_path = (
         f"{_FORK_PLAN} INSERT INTO threadloom_messages "
-        "(session_id, id, seq, parent_id, role, content, depth, tokens, path_tokens, created_at, search_vector) "
+        "(session_id, id, seq, parent_id, role, content, depth, tokens, path_tokens, created_at, search_vector, jump) "
         f"SELECT :target, {_FORK_ID}, q.pos + 1, "
         f"CASE WHEN q.pos = 0 THEN NULL ELSE {_FORK_PREFIX} || lpad(to_hex(q.pos - 1), 8, '0') END, m.role, "
         # The usual shape (the id first) is a string splice; any other is rebuilt key by key.
@@ -123,7 +125,7 @@ class PostgresSql(SqlDialect):
         f"THEN to_json({_FORK_ID})::text ELSE e.value::text END, ',' ORDER BY e.n) || '}}' "
         "FROM json_each(CAST(m.content AS json)) WITH ORDINALITY AS e(key, value, n)) END, "
         "q.pos, m.tokens, q.tokens_before + SUM(m.tokens) OVER (ORDER BY q.pos ROWS UNBOUNDED PRECEDING), "
-        "CAST(:created_at AS timestamptz), m.search_vector "
+        f"CAST(:created_at AS timestamptz), m.search_vector, {_FORK_JUMP} "
         "FROM plan q JOIN threadloom_messages m ON m.session_id = :sid AND m.id = q.old_id"
     )
     index_copied_path = ""  # the search vector is a column of the copied row
