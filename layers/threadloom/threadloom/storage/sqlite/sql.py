@@ -25,6 +25,8 @@ _FORK_PLAN = (
     " FROM json_each(:segments)) s ON p.depth BETWEEN s.a AND s.b)"
 )
 _FORK_ID = "printf('%s%08x', :prefix, q.pos)"
+# The new seq is the position + 1, so the jump (migration 0005) is the seq of position ((pos - 1) // span) * span.
+_FORK_JUMP = f"CASE WHEN q.pos = 0 THEN NULL ELSE ((q.pos - 1) / {JUMP_SPAN}) * {JUMP_SPAN} + 1 END"
 _REQUEST_COLUMNS = (
     "id, session_id, leaf_id, state, from_message_id, to_message_id, error, requested_at, started_at, finished_at"
 )
@@ -107,11 +109,12 @@ class SqliteSql(SqlDialect):
     )
     copy_path = (
         f"{_FORK_PLAN} INSERT INTO threadloom_messages "
-        "(session_id, id, seq, parent_id, role, content, depth, tokens, path_tokens, created_at) "
+        "(session_id, id, seq, parent_id, role, content, depth, tokens, path_tokens, created_at, jump) "
         f"SELECT :target, {_FORK_ID}, q.pos + 1, "
         "CASE WHEN q.pos = 0 THEN NULL ELSE printf('%s%08x', :prefix, q.pos - 1) END, "
         f"m.role, json_set(m.content, '$.id', {_FORK_ID}), q.pos, m.tokens, "
-        "q.tokens_before + SUM(m.tokens) OVER (ORDER BY q.pos ROWS UNBOUNDED PRECEDING), :created_at "
+        "q.tokens_before + SUM(m.tokens) OVER (ORDER BY q.pos ROWS UNBOUNDED PRECEDING), :created_at, "
+        f"{_FORK_JUMP} "
         "FROM plan q CROSS JOIN threadloom_messages m ON m.session_id = :sid AND m.id = q.old_id"
     )
     # CROSS JOIN fixes the join order (SQLite's rule): from the path, one key lookup per row.
