@@ -9,16 +9,22 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import random
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from threadloom import Session
+from threadloom import PostgresStore, Session, SqliteStore
 from threadloom.core.manager import SessionManager
 from threadloom.errors import ConflictError, NotFoundError
 from threadloom.lifecycle import export_sessions, import_sessions
 from threadloom.records import HistoryEntry
+from threadloom.storage.database import utc_now
 from threadloom.storage.dialect import JUMP_SPAN
+from threadloom.storage.migrations import apply_migrations, load_migrations
+from threadloom.storage.postgres.schema import apply_postgres_migrations, postgres_migrations
 
 from tests.support.messages import text_message
 
@@ -190,3 +196,61 @@ def test_jumps_stay_exact_through_deletes_overlays_updates_imports_and_forks(sto
     import_sessions(store.lifecycle(), "default", io.BytesIO(buffer.getvalue()))
     assert_jumps_exact(store, sid)
     assert_pages_equal_history(manager.get_session(sid), "m259", (9, 100))
+
+
+@pytest.fixture
+def store_at_version_4(backend: str, tmp_path: Path) -> Iterator[Any]:
+    """A store whose schema stops before the jump pointers (migration 0005 not applied yet)."""
+    if backend == "sqlite":
+        sqlite_store = SqliteStore(str(tmp_path / "v4.db"))
+        older = [m for m in load_migrations(sqlite_store.migrations_package) if m.version < 5]
+        apply_migrations(
+            sqlite_store.database,
+            older,
+            create_table_sql=sqlite_store.sql.create_migrations_table,
+            applied_at=utc_now(),
+        )
+        yield sqlite_store
+        sqlite_store.close()
+        return
+    from tests.support.postgres import create_database, drop_database, url_for
+
+    name = f"threadloom_test_v4_{os.getpid()}"
+    create_database(name)
+    postgres_store = PostgresStore(url_for(name))
+    apply_postgres_migrations(postgres_store.database, [m for m in postgres_migrations() if m.version < 5])
+    yield postgres_store
+    postgres_store.close()
+    drop_database(name)
+
+
+def test_the_migration_backfills_the_jumps_of_stored_messages(store_at_version_4: Any) -> None:
+    # Given messages written before migration 0005: a long chain and a branch, as version 4 stored them
+    store = store_at_version_4
+    rows = [(f"m{index}", f"m{index - 1}" if index else None, index) for index in range(300)]
+    rows += [(f"b{index}", f"b{index - 1}" if index else "m70", 71 + index) for index in range(90)]
+    with store.database.write() as tx:
+        tx.execute("INSERT INTO threadloom_session_heads (session_id, leaf_id, next_seq) VALUES ('s', 'm299', 391)")
+        for seq, (message_id, parent_id, depth) in enumerate(rows, start=1):
+            content = json.dumps(text_message(message_id), separators=(",", ":"))
+            tx.execute(
+                "INSERT INTO threadloom_messages "
+                "(session_id, id, seq, parent_id, role, content, depth, tokens, path_tokens, created_at) "
+                "VALUES ('s', :id, :seq, :parent, 'user', :content, :depth, 10, :path, :at)",
+                {
+                    "id": message_id,
+                    "seq": seq,
+                    "parent": parent_id,
+                    "content": content,
+                    "depth": depth,
+                    "path": 10 * (depth + 1),
+                    "at": utc_now(),
+                },
+            )
+    # When the store migrates
+    assert 5 in store.migrate()
+    # Then every stored row has its jump, and pages read like the whole history
+    assert_jumps_exact(store, "s")
+    session = Session.create(store).for_session("s")
+    assert_pages_equal_history(session, "m299", (7, 200))
+    assert_pages_equal_history(session, "b89", (64,))
