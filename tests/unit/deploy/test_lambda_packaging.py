@@ -78,6 +78,7 @@ def test_the_layer_and_the_cold_start_functions_are_built_by_their_makefiles(tem
     layer = (ROOT / BUILT["ThreadloomLayer"] / "Makefile").read_text(encoding="utf-8")
     assert "REQUIREMENTS ?= requirements.txt" in layer
     assert "manylinux2014_aarch64" in layer and "--python-version 3.13" in layer
+    assert "--strip-debug" in layer  # binary wheels ship their debug info; Lambda never reads it
 
 
 @needs_the_build_tools
