@@ -60,6 +60,7 @@ serve: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/append_and_history.py
 	$(BIN)/python bench/history_paging.py
+	$(BIN)/python bench/fork_and_branches.py
 	$(BIN)/python bench/users_config.py
 	$(BIN)/python bench/compaction.py --sizes 10000,100000
 
