@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -67,6 +68,22 @@ def test_branch_pages_follow_the_keyset_in_insertion_order(store: Any) -> None:
     assert pages == [["under-mid", "c0", "c1"], ["c2", "c3", "c4"]]
     assert [child for page in pages for child in page] == ids(session.get_branches("root"))
     assert session.get_branch_page("c4", after_seq=0, limit=3) == []
+
+
+def test_a_branch_page_reads_contents_only_within_its_byte_budget(store: Any) -> None:
+    # Given five children of about 10 KB each
+    session = new_session(store)
+    session.append_message(text_message("root"))
+    for index in range(5):
+        session.append_message(text_message(f"c{index}", "x" * 10_000), "root")
+    size = len(json.dumps(text_message("c0", "x" * 10_000), separators=(",", ":")))
+    # When a page may hold 2.5 of them, then a budget below even one
+    page = session.get_branch_page("root", after_seq=0, limit=10, max_bytes=size * 5 // 2)
+    tiny = session.get_branch_page("root", after_seq=0, limit=10, max_bytes=10)
+    # Then the first two come with their messages and the rest only as keys, the first always
+    assert [(message or {}).get("id") for _, message in page] == ["c0", "c1", None, None, None]
+    assert [seq for seq, _ in page] == sorted(seq for seq, _ in page)
+    assert [(message or {}).get("id") for _, message in tiny] == ["c0", None, None, None, None]
 
 
 def test_unknown_parent_is_refused(store: Any) -> None:

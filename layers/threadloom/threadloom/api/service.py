@@ -239,11 +239,15 @@ def branches(
             raise ValidationError("The cursor belongs to the children of another message")
         after_seq = stored_seq
     _require_message(session, session_id, message_id)
-    size = page_size(limit, limits)
-    rows = session.get_branch_page(message_id, after_seq=after_seq, limit=size + 1)
-    fitting = count_within_bytes([message for _, message in rows[:size]], item_budget(limits))
-    page = rows[:fitting]
-    next_cursor = encode_cursor({"p": message_id, "s": page[-1][0]}) if len(rows) > fitting else None
+    size, budget = page_size(limit, limits), item_budget(limits)
+    rows = session.get_branch_page(message_id, after_seq=after_seq, limit=size + 1, max_bytes=budget)
+    loaded: list[tuple[int, Message]] = []
+    for seq, message in rows[:size]:
+        if message is None:  # storage stopped reading at the byte budget
+            break
+        loaded.append((seq, message))
+    page = loaded[: count_within_bytes([message for _, message in loaded], budget)]
+    next_cursor = encode_cursor({"p": message_id, "s": page[-1][0]}) if page and len(rows) > len(page) else None
     return BranchPage(messages=[message for _, message in page], next_cursor=next_cursor)
 
 

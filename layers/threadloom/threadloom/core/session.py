@@ -357,16 +357,20 @@ class Session:
         self._ensure_ready()
         return self._storage.get_branches(message_id)  # type: ignore[no-any-return]
 
-    def get_branch_page(self, message_id: str, *, after_seq: int = 0, limit: int) -> list[tuple[int, Message]]:
+    def get_branch_page(
+        self, message_id: str, *, after_seq: int = 0, limit: int, max_bytes: int | None = None
+    ) -> list[tuple[int, Message | None]]:
         """Up to ``limit`` children after the keyset ``after_seq``, each with its keyset value, oldest first.
 
-        Storage without a paged read (a custom provider) is paged over :meth:`get_branches`, by position.
+        Past ``max_bytes`` of stored JSON a child comes as ``(seq, None)``: it exists but was not read
+        (the first always is). Storage without a paged read (a custom provider) is paged over
+        :meth:`get_branches`, by position, and reads every child.
         """
         self._ensure_ready()
         paged = getattr(self._storage, "get_branch_page", None)  # BranchPagingSessionProvider
         if callable(paged):
-            return paged(message_id, after_seq=after_seq, limit=limit)  # type: ignore[no-any-return]
-        children = self._storage.get_branches(message_id)
+            return paged(message_id, after_seq=after_seq, limit=limit, max_bytes=max_bytes)  # type: ignore[no-any-return]
+        children: list[Message | None] = list(self._storage.get_branches(message_id))
         return list(enumerate(children, start=1))[after_seq : after_seq + limit]
 
     def get_path_length(self, leaf_id: str | None = None) -> int:

@@ -78,7 +78,9 @@ class SearchableSessionProvider(SessionProvider, Protocol):
 class BranchPagingSessionProvider(Protocol):
     """A session provider that reads one page of a message's children by keyset (both SQL backends)."""
 
-    def get_branch_page(self, message_id: str, *, after_seq: int, limit: int) -> list[tuple[int, Message]]: ...
+    def get_branch_page(
+        self, message_id: str, *, after_seq: int, limit: int, max_bytes: int | None = None
+    ) -> list[tuple[int, Message | None]]: ...
 
 
 class HistoryCopyingSessionProvider(Protocol):

@@ -48,6 +48,10 @@ if TYPE_CHECKING:
     from threadloom.storage.snapshot import CompactionRow, MessageRow
 
 
+NO_BYTE_LIMIT = 2**62
+"""A byte budget no page reaches (reads without ``max_bytes``)."""
+
+
 class SqlSessionProvider:
     """Session storage for one session id on a SQL backend (SQLite or PostgreSQL)."""
 
@@ -126,14 +130,22 @@ class SqlSessionProvider:
             rows = tx.query(self._sql.get_children, self._params(id=message_id))
         return [message for (content,) in rows if (message := parse_stored_message(content)) is not None]
 
-    def get_branch_page(self, message_id: str, *, after_seq: int, limit: int) -> list[tuple[int, Message]]:
+    def get_branch_page(
+        self, message_id: str, *, after_seq: int, limit: int, max_bytes: int | None = None
+    ) -> list[tuple[int, Message | None]]:
         """Up to ``limit`` children of ``message_id`` inserted after ``after_seq``, oldest first, with their seq.
 
         A keyset read on the ``(session_id, parent_id, seq)`` index: O(page) however many children there are.
+        Past ``max_bytes`` of stored JSON (the first child always comes) a child's message is None: it
+        exists, but was not read.
         """
         with self._database.read() as tx:
-            rows = tx.query(self._sql.get_children_page, self._params(id=message_id, after_seq=after_seq, limit=limit))
+            rows = tx.query(self._sql.get_children_page, self._branch_params(message_id, after_seq, limit, max_bytes))
         return _child_page(rows)
+
+    def _branch_params(self, message_id: str, after_seq: int, limit: int, max_bytes: int | None) -> dict[str, Any]:
+        budget = NO_BYTE_LIMIT if max_bytes is None else max_bytes
+        return self._params(id=message_id, after_seq=after_seq, limit=limit, budget=budget)
 
     def get_tree_skeleton(self) -> list[tuple[str, str | None]]:
         """Every message's ``(id, parent_id)`` in insertion order, without content (one query)."""
@@ -723,8 +735,13 @@ def _stored_compaction(row: Row) -> StoredCompaction:
     )
 
 
-def _child_page(rows: list[Row] | list[list[Any]]) -> list[tuple[int, Message]]:
-    return [(int(seq), message) for seq, content in rows if (message := parse_stored_message(content)) is not None]
+def _child_page(rows: list[Row] | list[list[Any]]) -> list[tuple[int, Message | None]]:
+    """``(seq, message)`` rows; a row without content (not read) keeps None, a corrupt one is skipped."""
+    return [
+        (int(seq), None if content is None else message)
+        for seq, content in rows
+        if content is None or (message := parse_stored_message(content)) is not None
+    ]
 
 
 def _search_result(row: Row) -> SearchResult:

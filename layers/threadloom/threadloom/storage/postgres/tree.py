@@ -117,10 +117,11 @@ class PostgresSessionProvider(SqlSessionProvider):
         rows = self._one_read(PostgresSql.get_children, id=message_id)
         return [message for (content,) in rows if (message := parse_stored_message(content)) is not None]
 
-    def get_branch_page(self, message_id: str, *, after_seq: int, limit: int) -> list[tuple[int, Message]]:
-        return _child_page(
-            self._one_read(PostgresSql.get_children_page, id=message_id, after_seq=after_seq, limit=limit)
-        )
+    def get_branch_page(
+        self, message_id: str, *, after_seq: int, limit: int, max_bytes: int | None = None
+    ) -> list[tuple[int, Message | None]]:
+        params = self._branch_params(message_id, after_seq, limit, max_bytes)
+        return _child_page(self._database.query_once(PostgresSql.get_children_page, params))
 
     def get_path_length(self, leaf_id: str | None = None) -> int:
         rows = self._one_read(PostgresSql.leaf_depth, leaf=leaf_id)

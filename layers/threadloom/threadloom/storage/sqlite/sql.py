@@ -96,9 +96,13 @@ class SqliteSql(SqlDialect):
     )
     delete_message = "DELETE FROM threadloom_messages WHERE session_id = :sid AND id = :id"
     get_children = "SELECT content FROM threadloom_messages WHERE session_id = :sid AND parent_id = :id ORDER BY seq"
+    # One keyset page of children; contents only while their running size stays within :budget (the first
+    # always), so a page of large messages never reads more than one response can carry.
     get_children_page = (
-        "SELECT seq, content FROM threadloom_messages WHERE session_id = :sid AND parent_id = :id AND seq > :after_seq "
-        "ORDER BY seq LIMIT :limit"
+        "SELECT seq, CASE WHEN ROW_NUMBER() OVER (ORDER BY seq) = 1 OR SUM(size + 1) OVER (ORDER BY seq) <= :budget "
+        "THEN content END FROM (SELECT seq, length(CAST(content AS BLOB)) AS size, content FROM threadloom_messages "
+        "WHERE session_id = :sid AND parent_id = :id AND seq > :after_seq ORDER BY seq LIMIT :limit) AS children "
+        "ORDER BY seq"
     )
     # Fork, copied in the database (SqlSessionProvider.copy_history): the overlay ends on the path, then
     # the path's rows with new ids and running estimates, then their full-text rows.
