@@ -74,6 +74,18 @@ def test_sessions_create_open_get_list_rename_delete(client: ThreadloomClient) -
         client.rename(created.id, "gone")
 
 
+def test_branches_follow_every_page(server: tuple[str, Path]) -> None:
+    with ThreadloomClient(server[0], token="not-checked-locally", page_size=2) as small_pages:
+        sid = small_pages.create("Many answers").id
+        small_pages.append(sid, {"id": "q", "role": "user", "parts": [{"type": "text", "text": "?"}]})
+        answers = [f"a{index}" for index in range(7)]
+        for answer in answers:
+            small_pages.append(sid, {"id": answer, "role": "assistant", "parts": []}, "q")
+        # Four requests of at most two children each, collected in insertion order.
+        assert [message["id"] for message in small_pages.get_branches(sid, "q")] == answers
+        assert [message["id"] for message in small_pages.get_session(sid).get_branches("q")] == answers
+
+
 def test_messages_history_branches_and_paging_over_1200_messages(client: ThreadloomClient) -> None:
     sid = client.create("Long").id
     session = client.get_session(sid)

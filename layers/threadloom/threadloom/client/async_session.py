@@ -57,7 +57,9 @@ class AsyncRemoteSession:
         return await self._http.run(ops.get_latest_leaf(self.session_id))
 
     async def get_branches(self, message_id: str) -> list[Message]:
-        return await self._http.run(ops.collect(lambda cursor: ops.branches_page(self.session_id, message_id, cursor)))
+        return await self._http.run(
+            ops.collect(lambda cursor: ops.branches_page(self.session_id, message_id, self.page_size, cursor))
+        )
 
     def iter_history(self, leaf_id: str | None = None, *, page_size: int | None = None) -> AsyncIterator[Message]:
         """Root → leaf, a page fetched as ``async for`` reaches it."""

@@ -178,7 +178,9 @@ class ThreadloomClient:
         return self.get_session(session_id).iter_history(leaf_id, page_size=page_size)
 
     def get_branches(self, session_id: str, message_id: str) -> builtins.list[Message]:
-        return self._http.run(ops.collect(lambda cursor: ops.branches_page(session_id, message_id, cursor)))
+        return self._http.run(
+            ops.collect(lambda cursor: ops.branches_page(session_id, message_id, self.page_size, cursor))
+        )
 
     def get_message_count(self, session_id: str) -> int:
         return self._http.run(ops.get_path_length(session_id, None, self.page_size))

@@ -238,8 +238,10 @@ def get_latest_leaf(session_id: str) -> Op[Message | None]:
     return (yield Call("GET", _route(session_id, "leaf")))["message"]  # type: ignore[no-any-return]
 
 
-def branches_page(session_id: str, message_id: str, cursor: str | None) -> Op[Page[Message]]:
-    out = yield Call("GET", _route(session_id, "messages", message_id, "branches"), params={"cursor": cursor})
+def branches_page(session_id: str, message_id: str, limit: int, cursor: str | None) -> Op[Page[Message]]:
+    """Children of a message, oldest first; the API pages them by count and by bytes."""
+    params = {"limit": limit, "cursor": cursor}
+    out = yield Call("GET", _route(session_id, "messages", message_id, "branches"), params=params)
     return list(out["messages"]), out.get("nextCursor") or None
 
 

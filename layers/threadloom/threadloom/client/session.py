@@ -62,7 +62,9 @@ class RemoteSession:
 
     def get_branches(self, message_id: str) -> list[Message]:
         """The children of a message, oldest first (every page, when the API pages them)."""
-        return self._http.run(ops.collect(lambda cursor: ops.branches_page(self.session_id, message_id, cursor)))
+        return self._http.run(
+            ops.collect(lambda cursor: ops.branches_page(self.session_id, message_id, self.page_size, cursor))
+        )
 
     def iter_history(self, leaf_id: str | None = None, *, page_size: int | None = None) -> Iterator[Message]:
         """Root → leaf with compaction overlays applied, fetched a page at a time as it is consumed."""
