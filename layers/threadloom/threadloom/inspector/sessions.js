@@ -191,8 +191,10 @@ export async function renderSearch(root, q) {
     return () => {};
   }
   try {
-    const [{ results }, names] = await Promise.all([api.searchAll(q), sessionNames()]);
-    summary.textContent = `${results.length} hit${results.length === 1 ? "" : "s"}.`;
+    const [{ results, truncated }, names] = await Promise.all([api.searchAll(q), sessionNames()]);
+    summary.textContent =
+      `${results.length} hit${results.length === 1 ? "" : "s"}.` +
+      (truncated ? " More matched than fit in one response: narrow the search to see them." : "");
     for (const hit of results) {
       const href = `#/sessions/${encodeURIComponent(hit.sessionId)}/messages/${encodeURIComponent(hit.id)}`;
       list.append(
