@@ -13,6 +13,7 @@ from aws_lambda_powertools.shared.json_encoder import Encoder
 from threadloom import correlation
 from threadloom.api import snapstart
 from threadloom.api.edge import check_event, cors_config
+from threadloom.api.exceptions import ResponseTooLargeError
 from threadloom.api.idempotency import register_lambda_context
 from threadloom.api.observability import logger, metrics, tracer
 from threadloom.api.runtime import get_runtime
@@ -96,6 +97,22 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
 
 
 def _resolve(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return within_response_cap(event, _route(event, context), get_runtime().limits.max_response_bytes)
+
+
+def within_response_cap(event: dict[str, Any], response: dict[str, Any], max_bytes: int) -> dict[str, Any]:
+    """Every list pages by bytes; should any answer still pass the cap, say so rather than let Lambda fail it."""
+    body = response.get("body")
+    if not isinstance(body, str) or len(body) <= max_bytes // 4 or len(body.encode("utf-8")) <= max_bytes:
+        return response
+    logger.error("response over the byte cap", size=len(body.encode("utf-8")), max_bytes=max_bytes)
+    error = ResponseTooLargeError(
+        f"The answer would pass the {max_bytes}-byte response limit; ask for less (a smaller limit or a page)"
+    )
+    return refused(event, error)
+
+
+def _route(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     try:
         check_event(event, get_runtime().limits)
     except ThreadloomError as error:

@@ -18,6 +18,7 @@ from threadloom.api.exceptions import (
     IdempotencyInProgressError,
     IdempotencyKeyReusedError,
     PayloadTooLargeError,
+    ResponseTooLargeError,
     UnauthenticatedError,
     UnsupportedMediaTypeError,
 )
@@ -59,6 +60,7 @@ MAPPING: tuple[tuple[type[Exception], HTTPStatus, str], ...] = (
     (StorageTimeoutError, HTTPStatus.SERVICE_UNAVAILABLE, "storage_timeout"),
     (StorageUnavailableError, HTTPStatus.SERVICE_UNAVAILABLE, "storage_unavailable"),
     (StorageError, HTTPStatus.INTERNAL_SERVER_ERROR, "storage_error"),
+    (ResponseTooLargeError, HTTPStatus.INTERNAL_SERVER_ERROR, "response_too_large"),
     (SkillStoreError, HTTPStatus.SERVICE_UNAVAILABLE, "skill_store_unavailable"),
 )
 IDEMPOTENCY_CODES = frozenset({"idempotency_key_reused", "idempotency_in_progress"})

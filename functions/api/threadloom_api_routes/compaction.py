@@ -5,20 +5,20 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from threadloom.api import service
 from threadloom.api.models import (
     CompactIn,
     CompactionList,
     CompactOut,
-    MessageList,
+    OriginalsPage,
     SessionOut,
     SessionStatusOut,
     SplitIn,
 )
 from threadloom.api.runtime import get_runtime
 
-from threadloom_api_routes.common import BODY, SESSION, json_response, manager, new_router, responses
+from threadloom_api_routes.common import BODY, SESSION, json_response, limits, manager, new_router, responses
 
 router = new_router()
 
@@ -60,10 +60,14 @@ def session_status(sessionId: str) -> SessionStatusOut:
     summary="Compaction overlays",
     tags=["compaction"],
     operation_id="listCompactions",
-    responses=responses(200, CompactionList, "The session's overlays", *SESSION),
+    responses=responses(200, CompactionList, "One page of the session's overlays, oldest first", *SESSION, 409),
 )
-def compactions(sessionId: str) -> CompactionList:
-    return service.compactions(manager(router), sessionId)
+def compactions(
+    sessionId: str,
+    limit: Annotated[int | None, Query(ge=1)] = None,
+    cursor: Annotated[str | None, Query()] = None,
+) -> CompactionList:
+    return service.compactions(manager(router), sessionId, limits(), limit=limit, cursor=cursor)
 
 
 @router.get(
@@ -71,10 +75,15 @@ def compactions(sessionId: str) -> CompactionList:
     summary="The original messages an overlay replaces (its id with or without the compaction_ prefix)",
     tags=["compaction"],
     operation_id="listCompactionOriginals",
-    responses=responses(200, MessageList, "The replaced messages, oldest first", *SESSION),
+    responses=responses(200, OriginalsPage, "One page of the replaced messages, oldest first", *SESSION, 409),
 )
-def compaction_originals(sessionId: str, compactionId: str) -> MessageList:
-    return service.compaction_originals(manager(router), sessionId, compactionId)
+def compaction_originals(
+    sessionId: str,
+    compactionId: str,
+    limit: Annotated[int | None, Query(ge=1)] = None,
+    cursor: Annotated[str | None, Query()] = None,
+) -> OriginalsPage:
+    return service.compaction_originals(manager(router), sessionId, compactionId, limits(), limit=limit, cursor=cursor)
 
 
 @router.post(

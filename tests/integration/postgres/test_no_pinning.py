@@ -24,7 +24,9 @@ from tests.support.postgres import url_for
 pytestmark = pytest.mark.postgres
 
 PINNING_STATEMENT = re.compile(
-    r"^\s*(SET|RESET|PREPARE|EXECUTE|DEALLOCATE|DISCARD|LISTEN|UNLISTEN|LOAD|DECLARE)\b", re.IGNORECASE
+    # EXECUTE FUNCTION/PROCEDURE is a trigger's clause (a line of CREATE TRIGGER), not the EXECUTE statement.
+    r"^\s*(SET|RESET|PREPARE|EXECUTE(?!\s+(FUNCTION|PROCEDURE)\b)|DEALLOCATE|DISCARD|LISTEN|UNLISTEN|LOAD|DECLARE)\b",
+    re.IGNORECASE,
 )
 # set_config(name, value, true) is transaction-local (the server timeouts): it ends with the
 # transaction, like a transaction-scoped lock, so only the session-wide form pins.

@@ -25,8 +25,13 @@ class IdempotencyInProgressError(ConflictError):
     """A request with the same ``Idempotency-Key`` is still running (HTTP 409; retrying later replays it)."""
 
 
+class ResponseTooLargeError(ThreadloomError):
+    """An answer that would pass the response byte cap (HTTP 500; the lists page by bytes, so a guard only)."""
+
+
 __all__ = [
     "ForbiddenError",
+    "ResponseTooLargeError",
     "IdempotencyInProgressError",
     "IdempotencyKeyReusedError",
     "PayloadTooLargeError",

@@ -297,7 +297,17 @@ class CompactionOut(ApiModel):
 
 
 class CompactionList(ApiModel):
+    """One page of the overlays, oldest first; pass ``nextCursor`` back as ``cursor`` for the next."""
+
     compactions: list[CompactionOut]
+    next_cursor: str | None = None
+
+
+class OriginalsPage(ApiModel):
+    """One page of the messages an overlay replaces, oldest first; ``nextCursor`` continues it."""
+
+    messages: list[dict[str, Any]]
+    next_cursor: str | None = None
 
 
 class CompactOut(ApiModel):

@@ -7,7 +7,7 @@ belongs to the manager's namespace: another tenant's session is simply not found
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from threadloom.api.models import (
     AppendOut,
@@ -25,8 +25,8 @@ from threadloom.api.models import (
     ContextWindowOut,
     HistoryPage,
     LeafOut,
-    MessageList,
     MessageOut,
+    OriginalsPage,
     SearchHit,
     SearchOut,
     SessionOut,
@@ -42,7 +42,7 @@ from threadloom.compaction.queue import CompactionRequest
 from threadloom.compaction.tracking import TrackedCompactionQueue
 from threadloom.core.branch_points import branch_points as find_branch_points
 from threadloom.core.prompt import render_prompt
-from threadloom.errors import NotFoundError, ValidationError
+from threadloom.errors import ConflictError, NotFoundError, ValidationError
 from threadloom.live.status import status_report
 from threadloom.records import OMITTED, HistoryEntry, HistorySlice
 from threadloom.tokens import estimate_message_tokens, estimate_string_tokens
@@ -50,6 +50,8 @@ from threadloom.tools.base import is_error_result
 from threadloom.tools.formats import to_anthropic_tools, to_bedrock_tool_config, to_openai_tools
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from threadloom.api.models import AppendIn, ToolFormat
     from threadloom.compaction.queue import CompactionQueue
     from threadloom.core.limits import Limits
@@ -58,6 +60,8 @@ if TYPE_CHECKING:
     from threadloom.records import Message, Omitted, SearchResult, SessionInfo
     from threadloom.tools.base import Tool
 
+
+T = TypeVar("T")
 
 CONTEXT_WRITING_TOOLS = frozenset({"set_context", "load_context", "unload_context"})
 """Model tools whose call may change the session's context, which live viewers are told about."""
@@ -442,12 +446,27 @@ def session_status(manager: SessionManager, session_id: str) -> SessionStatusOut
     )
 
 
-def compactions(manager: SessionManager, session_id: str) -> CompactionList:
-    return CompactionList(compactions=[CompactionOut.of(item) for item in manager.get_compactions(session_id)])
+def compactions(
+    manager: SessionManager, session_id: str, limits: Limits, *, limit: int | None, cursor: str | None
+) -> CompactionList:
+    """One page of the overlays, cut at ``limit`` or the byte budget; the cursor names the last one returned."""
+    stored = [CompactionOut.of(item) for item in manager.get_compactions(session_id)]
+    start = _after(stored, _cursor_anchor(cursor, "compactions", session_id), lambda item: item.id, "overlay")
+    page, more = _page_within(stored[start:], limits, limit, size_of=_model_size)
+    next_cursor = _anchor_cursor("compactions", session_id, page[-1].id) if more else None
+    return CompactionList(compactions=page, next_cursor=next_cursor)
 
 
-def compaction_originals(manager: SessionManager, session_id: str, compaction_id: str) -> MessageList:
-    """The stored messages an overlay replaces, ``from`` to ``to`` inclusive, as they were appended."""
+def compaction_originals(
+    manager: SessionManager,
+    session_id: str,
+    compaction_id: str,
+    limits: Limits,
+    *,
+    limit: int | None,
+    cursor: str | None,
+) -> OriginalsPage:
+    """The stored messages an overlay replaces, ``from`` to ``to`` inclusive, as appended, a page at a time."""
     session = require_session(manager, session_id)
     wanted = compaction_id.removeprefix(COMPACTION_PREFIX)
     found = next((item for item in session.get_compactions() if item.id == wanted), None)
@@ -460,7 +479,45 @@ def compaction_originals(manager: SessionManager, session_id: str, compaction_id
     start = next((index for index, message in enumerate(path) if message.get("id") == found.from_message_id), None)
     if start is None:
         raise NotFoundError(f"The start of compaction {compaction_id!r} is no longer stored")
-    return MessageList(messages=path[start:])
+    originals = path[start:]
+    scope = f"originals:{wanted}"
+    offset = _after(originals, _cursor_anchor(cursor, scope, session_id), lambda message: message.get("id"), "message")
+    page, more = _page_within(originals[offset:], limits, limit)
+    next_cursor = _anchor_cursor(scope, session_id, str(page[-1].get("id"))) if more else None
+    return OriginalsPage(messages=page, next_cursor=next_cursor)
+
+
+def _page_within(
+    items: list[T], limits: Limits, limit: int | None, size_of: Callable[[Any], int] = json_size
+) -> tuple[list[T], bool]:
+    """The leading items within ``limit`` and the byte budget, and whether any are left after them."""
+    window = items[: page_size(limit, limits)]
+    count = count_within_bytes(window, item_budget(limits), size_of=size_of)
+    return window[:count], count < len(items)
+
+
+def _anchor_cursor(scope: str, session_id: str, last_id: str) -> str:
+    return encode_cursor({"k": scope, "s": session_id, "a": last_id})
+
+
+def _cursor_anchor(cursor: str | None, scope: str, session_id: str) -> str | None:
+    """The id of the last item the previous page returned (None: start at the beginning)."""
+    if not cursor:
+        return None
+    state = decode_cursor(cursor)
+    anchor = state.get("a")
+    if state.get("k") != scope or state.get("s") != session_id or not isinstance(anchor, str):
+        raise ValidationError("Invalid cursor: it belongs to another list")
+    return anchor
+
+
+def _after(items: list[T], anchor: str | None, id_of: Callable[[T], Any], what: str) -> int:
+    if anchor is None:
+        return 0
+    index = next((position for position, item in enumerate(items) if id_of(item) == anchor), None)
+    if index is None:
+        raise ConflictError(f"The {what} {anchor!r} this cursor continues from is gone; read the list again")
+    return index + 1
 
 
 def split(manager: SessionManager, session_id: str, summary: str, name: str | None) -> SessionOut:

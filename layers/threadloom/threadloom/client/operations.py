@@ -264,9 +264,14 @@ def get_path_length(session_id: str, leaf_id: str | None, page_size: int) -> Op[
     return len((yield from get_history(session_id, leaf_id, page_size)))
 
 
+def compactions_page(session_id: str, cursor: str | None) -> Op[Page[StoredCompaction]]:
+    """The overlays, oldest first; the API pages them by count and by bytes (summaries can be long)."""
+    out = yield Call("GET", _route(session_id, "compactions"), params={"cursor": cursor})
+    return [wire.stored_compaction(item) for item in out["compactions"]], out.get("nextCursor") or None
+
+
 def get_compactions(session_id: str) -> Op[list[StoredCompaction]]:
-    out = yield Call("GET", _route(session_id, "compactions"))
-    return [wire.stored_compaction(item) for item in out["compactions"]]
+    return (yield from collect(lambda cursor: compactions_page(session_id, cursor)))
 
 
 def compact(session_id: str, leaf_id: str | None) -> Op[CompactResult | None]:

@@ -21,6 +21,7 @@ import httpx
 from threadloom.api.exceptions import (
     ForbiddenError,
     PayloadTooLargeError,
+    ResponseTooLargeError,
     UnauthenticatedError,
     UnsupportedMediaTypeError,
 )
@@ -74,6 +75,7 @@ ERROR_CODES: Final[dict[str, type[ThreadloomError]]] = {
     "storage_timeout": StorageTimeoutError,
     "storage_unavailable": StorageUnavailableError,
     "storage_error": StorageError,
+    "response_too_large": ResponseTooLargeError,
     "skill_store_unavailable": SkillStoreError,
 }
 """The API's error codes → the exceptions the library raises for the same failure."""

@@ -82,6 +82,18 @@ export async function request(method, path, body, { signal } = {}) {
 const enc = encodeURIComponent;
 
 /** The endpoints the inspector uses, one function each. */
+/** The `field` items of every page of a list endpoint, following `nextCursor` to the end. */
+async function everyPage(path, field) {
+  const items = [];
+  let cursor = null;
+  do {
+    const page = await request("GET", cursor ? `${path}?cursor=${enc(cursor)}` : path);
+    items.push(...page[field]);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return items;
+}
+
 export const api = {
   listSessions: (cursor, limit = 50) =>
     request("GET", `/sessions?limit=${limit}${cursor ? `&cursor=${enc(cursor)}` : ""}`),
@@ -98,24 +110,18 @@ export const api = {
   },
   leaf: (id) => request("GET", `/sessions/${enc(id)}/leaf`),
   /** Every child of a message: the endpoint pages them, so this follows `nextCursor` to the end. */
-  children: async (id, messageId) => {
-    const messages = [];
-    let cursor = null;
-    do {
-      const query = cursor ? `?cursor=${enc(cursor)}` : "";
-      const page = await request("GET", `/sessions/${enc(id)}/messages/${enc(messageId)}/branches${query}`);
-      messages.push(...page.messages);
-      cursor = page.nextCursor;
-    } while (cursor);
-    return { messages };
-  },
+  children: async (id, messageId) => ({
+    messages: await everyPage(`/sessions/${enc(id)}/messages/${enc(messageId)}/branches`, "messages"),
+  }),
   branchPoints: (id) => request("GET", `/sessions/${enc(id)}/branch-points`),
   append: (id, message, parentId) =>
     request("POST", `/sessions/${enc(id)}/messages`, parentId ? { message, parentId } : { message }),
   searchAll: (q, limit = 50) => request("GET", `/search?q=${enc(q)}&limit=${limit}`),
   searchSession: (id, q) => request("GET", `/sessions/${enc(id)}/search?q=${enc(q)}`),
-  compactions: (id) => request("GET", `/sessions/${enc(id)}/compactions`),
-  originals: (id, compactionId) => request("GET", `/sessions/${enc(id)}/compactions/${enc(compactionId)}/originals`),
+  compactions: async (id) => ({ compactions: await everyPage(`/sessions/${enc(id)}/compactions`, "compactions") }),
+  originals: async (id, compactionId) => ({
+    messages: await everyPage(`/sessions/${enc(id)}/compactions/${enc(compactionId)}/originals`, "messages"),
+  }),
   compact: (id) => request("POST", `/sessions/${enc(id)}/compact`, {}),
   split: (id, summary, name) => request("POST", `/sessions/${enc(id)}/split`, name ? { summary, name } : { summary }),
   blocks: (id) => request("GET", `/sessions/${enc(id)}/context`),
