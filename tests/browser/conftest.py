@@ -151,9 +151,15 @@ class Page:
         self.driver.refresh()
 
     def wait(self, condition: Any, timeout: float = 20, message: str = "") -> Any:
+        from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
         from selenium.webdriver.support.ui import WebDriverWait
 
-        return WebDriverWait(self.driver, timeout, poll_frequency=0.1).until(condition, message)
+        # The page re-renders a section when fresh data arrives: an element found a moment ago may be
+        # replaced before it is read, so such a miss is "not yet", and the condition is asked again.
+        ignored = (NoSuchElementException, StaleElementReferenceException)
+        return WebDriverWait(self.driver, timeout, poll_frequency=0.1, ignored_exceptions=ignored).until(
+            condition, message
+        )
 
     def css(self, selector: str, timeout: float = 20) -> Any:
         from selenium.webdriver.common.by import By

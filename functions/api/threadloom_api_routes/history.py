@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from threadloom.api import service
 from threadloom.api.models import BranchPointList, HistoryPage, SearchOut
 from threadloom.core.limits import HARD_LIMITS
 
-from threadloom_api_routes.common import ANY, SESSION, limits, manager, new_router, responses
+from threadloom_api_routes.common import ANY, SESSION, limits, manager, new_router, responses, serialized_response
 
 router = new_router()
 Limit = Annotated[int | None, Query(ge=1)]
@@ -30,8 +31,9 @@ def history(
     leafId: Annotated[str | None, Query()] = None,
     limit: Limit = None,
     cursor: Annotated[str | None, Query()] = None,
-) -> HistoryPage:
-    return service.history(manager(router), sessionId, limits(), leaf_id=leafId, limit=limit, cursor=cursor)
+) -> Response[str]:
+    page = service.history(manager(router), sessionId, limits(), leaf_id=leafId, limit=limit, cursor=cursor)
+    return serialized_response(page)
 
 
 @router.get(

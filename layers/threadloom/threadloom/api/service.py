@@ -304,7 +304,8 @@ def history(
     if entries and entries[-1].next_depth < page.path_length:
         last = entries[-1]
         next_cursor = encode_cursor({"l": leaf_id, "d": last.next_depth, "a": last.last_id, "t": total})
-    return HistoryPage(
+    # Stored messages were validated when written: skip re-validating a page of them (a third of its cost).
+    return HistoryPage.model_construct(
         messages=[entry.message for entry in entries], leaf_id=leaf_id, total=total, next_cursor=next_cursor
     )
 
