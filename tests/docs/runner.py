@@ -20,6 +20,7 @@ The rules (also in tests/docs/README.md):
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import signal
@@ -201,6 +202,7 @@ class Server:
 
     def start(self, assignments: dict[str, str], environment: dict[str, str]) -> list[str]:
         self.stop()
+        ensure_environment(environment)
         variables = {**assignments, "PORT": str(self.port), "DATA_DIR": str(self.data_dir)}
         make_words = [f"{name}={value}" for name, value in variables.items() if name in MAKE_VARIABLES]
         env = {**environment, **{k: v for k, v in assignments.items() if k not in MAKE_VARIABLES}}
@@ -255,6 +257,25 @@ def run_document(path: Path, workspace: Path) -> list[str]:
     finally:
         run.close()
     return problems
+
+
+def ensure_environment(environment: dict[str, str]) -> None:
+    """Bring ``.venv`` up to date once, under a lock, before any document's ``make serve``.
+
+    ``make serve`` re-runs the first-run set-up when ``pyproject.toml`` is newer than the virtual
+    environment; two documents starting their servers at once would then install into one
+    environment together and break it. When the environment is current this is a no-op.
+    """
+    with (REPOSITORY / ".venv-docs.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        subprocess.run(
+            ["make", "--no-print-directory", ".venv/.installed"],
+            cwd=REPOSITORY,
+            env=environment,
+            check=True,
+            capture_output=True,
+            timeout=600,
+        )
 
 
 class DocumentRun:
