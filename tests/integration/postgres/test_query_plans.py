@@ -101,9 +101,8 @@ def test_a_session_newer_than_the_last_analyze_is_still_read_by_its_unique_keys(
     admin.run("ANALYZE")
     Session.create(store).for_session("new").append_messages([text_message(f"m{i}") for i in range(3_000)])
     # Then no statistics mislead the planner about the partition keys
-    assert admin.run("SELECT COUNT(*) FROM pg_stats WHERE tablename = 'threadloom_messages' AND attname = 'session_id'")[
-        0
-    ][0] == 0
+    statistics = "SELECT COUNT(*) FROM pg_stats WHERE tablename = 'threadloom_messages' AND attname = 'session_id'"
+    assert admin.run(statistics)[0][0] == 0
     # And a lookup by id, and every step of a walk up the tree, probe the primary key on both columns
     # (before migration 0006 both scanned the session through another index and filtered on id: O(n)
     # per row, O(n^2) per walk)

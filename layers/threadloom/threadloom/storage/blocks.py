@@ -29,8 +29,7 @@ class SqlContextProvider:
             self.key = label
 
     def get(self) -> str | None:
-        with self._database.read() as tx:
-            rows = tx.query(self._sql.get_block, {"key": self.key})
+        rows = self._database.query_once(self._sql.get_block, {"key": self.key})
         return rows[0][0] if rows else None
 
     def set(self, content: str) -> None:
@@ -44,13 +43,15 @@ class SqlPromptStore(SqlContextProvider):
     """The frozen system prompt of one session: the first freeze wins across processes."""
 
     def set_if_absent(self, content: str) -> str:
-        """Store ``content`` unless a prompt is already stored; return whichever prompt is stored now."""
-        with self._database.write() as tx:
-            tx.execute(
-                self._sql.insert_block_if_absent,
-                {"key": self.key, "sid": self.session_id, "content": content, "now": utc_now()},
-            )
-            rows = tx.query(self._sql.get_block, {"key": self.key})
+        """Store ``content`` unless a prompt is already stored; return whichever prompt is stored now.
+
+        One statement when this call stores it (the insert says so by returning the row), a
+        second read only when another freeze won.
+        """
+        values = {"key": self.key, "sid": self.session_id, "content": content, "now": utc_now()}
+        if self._database.execute_once(self._sql.insert_block_if_absent, values):
+            return content
+        rows = self._database.query_once(self._sql.get_block, {"key": self.key})
         return str(rows[0][0]) if rows else content
 
     def delete(self) -> None:
@@ -67,8 +68,7 @@ class SqlSkillState:
         self.session_id = session_id
 
     def load(self) -> set[str]:
-        with self._database.read() as tx:
-            return {row[0] for row in tx.query(self._sql.get_loaded_skills, {"sid": self.session_id})}
+        return {row[0] for row in self._database.query_once(self._sql.get_loaded_skills, {"sid": self.session_id})}
 
     def save(self, skill_ids: set[str]) -> None:
         with self._database.write() as tx:

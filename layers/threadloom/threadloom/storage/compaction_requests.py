@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from threadloom.records import TrackedCompaction
 from threadloom.storage.database import to_timestamp_text, utc_now
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from threadloom.records import CompactionState
-    from threadloom.storage.database import Database, Executor, Row
+    from threadloom.storage.database import Database, Executor
     from threadloom.storage.dialect import SqlDialect
 
 
@@ -54,14 +56,16 @@ class SqlCompactionRequests:
 
     def get(self, request_id: str) -> TrackedCompaction | None:
         """A request by the id its client was given."""
-        with self._database.read() as tx:
-            rows = tx.query(self._sql.get_compaction_request, {"namespace": self.namespace, "id": request_id})
+        rows = self._database.query_once(
+            self._sql.get_compaction_request, {"namespace": self.namespace, "id": request_id}
+        )
         return _tracked(rows[0]) if rows else None
 
     def latest(self, session_id: str) -> TrackedCompaction | None:
         """The session's most recent request, or None."""
-        with self._database.read() as tx:
-            rows = tx.query(self._sql.latest_compaction_request, {"namespace": self.namespace, "sid": session_id})
+        rows = self._database.query_once(
+            self._sql.latest_compaction_request, {"namespace": self.namespace, "sid": session_id}
+        )
         return _tracked(rows[0]) if rows else None
 
     def _upsert(self, tx: Executor, request_key: str, session_id: str, leaf_id: str | None) -> None:
@@ -76,7 +80,7 @@ def _optional_time(value: object) -> str | None:
     return None if value is None else to_timestamp_text(value)
 
 
-def _tracked(row: Row) -> TrackedCompaction:
+def _tracked(row: Sequence[Any]) -> TrackedCompaction:
     return TrackedCompaction(
         id=row[0],
         session_id=row[1],

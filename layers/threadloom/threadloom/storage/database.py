@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from contextlib import AbstractContextManager
 
 Params = dict[str, Any]
@@ -36,6 +37,22 @@ class Database(Protocol):
 
     def write(self) -> AbstractContextManager[Executor]:
         """One write transaction; it commits when the block exits normally, else rolls back."""
+        ...
+
+    def query_once(self, sql: str, params: Params | None = None) -> Sequence[Sequence[Any]]:
+        """One read statement on its own (joining a transaction this thread has open).
+
+        A single statement is its own snapshot, so it needs no transaction around it; on
+        PostgreSQL that is one round trip instead of three (begin, statement, commit).
+        """
+        ...
+
+    def execute_once(self, sql: str, params: Params | None = None) -> Sequence[Sequence[Any]]:
+        """One write statement, atomic and committed on its own; returns the rows it returns.
+
+        Never retried once sent: if the connection is lost the outcome is unknown, and the
+        error says so.
+        """
         ...
 
 

@@ -84,19 +84,16 @@ class SqlLifecycleStorage:
 
     def session_namespace(self, session_id: str) -> str | None:
         """The namespace holding ``session_id`` (session ids are unique across namespaces), or None."""
-        with self._database.read() as tx:
-            rows = tx.query(self._sql.session_namespace, {"id": session_id})
+        rows = self._database.query_once(self._sql.session_namespace, {"id": session_id})
         return str(rows[0][0]) if rows else None
 
     def subject_session_ids(self, namespace: str, subject_id: str) -> list[str]:
-        with self._database.read() as tx:
-            rows = tx.query(self._sql.subject_sessions, {"namespace": namespace, "subject": subject_id})
+        rows = self._database.query_once(self._sql.subject_sessions, {"namespace": namespace, "subject": subject_id})
         return [row[0] for row in rows]
 
     def child_session_ids(self, namespace: str, session_id: str) -> list[str]:
         """Forks and split continuations made from ``session_id``."""
-        with self._database.read() as tx:
-            rows = tx.query(self._sql.child_sessions, {"namespace": namespace, "parent": session_id})
+        rows = self._database.query_once(self._sql.child_sessions, {"namespace": namespace, "parent": session_id})
         return [row[0] for row in rows]
 
     def expired_sessions(
@@ -110,8 +107,7 @@ class SqlLifecycleStorage:
             "after_time": after.updated_at if after else "0001-01-01T00:00:00.000Z",
             "after_id": after.id if after else "",
         }
-        with self._database.read() as tx:
-            rows = tx.query(self._sql.expired_sessions, params)
+        rows = self._database.query_once(self._sql.expired_sessions, params)
         return [ExpiredSession(row[0], row[1], to_timestamp_text(row[2])) for row in rows]
 
     # ----------------------------------------------------------------- writes

@@ -56,8 +56,8 @@ class SqlSessionRegistry:
             return self._get(tx, new_id)  # type: ignore[return-value]
 
     def get(self, session_id: str) -> SessionInfo | None:
-        with self._database.read() as tx:
-            return self._get(tx, session_id)
+        rows = self._database.query_once(self._sql.get_session, {"namespace": self.namespace, "id": session_id})
+        return _session_info(tuple(rows[0])) if rows else None
 
     def _get(self, tx: Executor, session_id: str) -> SessionInfo | None:
         rows = tx.query(self._sql.get_session, {"namespace": self.namespace, "id": session_id})
@@ -97,8 +97,7 @@ class SqlSessionRegistry:
         return sessions, next_cursor
 
     def count(self) -> int:
-        with self._database.read() as tx:
-            return int(tx.query(self._sql.count_sessions, {"namespace": self.namespace})[0][0])
+        return int(self._database.query_once(self._sql.count_sessions, {"namespace": self.namespace})[0][0])
 
     def _update(self, statement: str, session_id: str, **values: object) -> bool:
         with self._database.write() as tx:

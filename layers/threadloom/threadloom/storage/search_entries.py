@@ -38,8 +38,7 @@ class SqlSearchProvider:
         return {"scope": self.scope, "label": self.label}
 
     def get(self) -> str | None:
-        with self._database.read() as tx:
-            count = int(tx.query(self._sql.count_entries, self._params())[0][0])
+        count = int(self._database.query_once(self._sql.count_entries, self._params())[0][0])
         return f"{count} entries indexed." if count else None
 
     def search(self, query: str) -> str | None:
@@ -48,8 +47,9 @@ class SqlSearchProvider:
         match = self._sql.match_param(query)
         if match is None:
             return None
-        with self._database.read() as tx:
-            rows = tx.query(self._sql.search_entries, {**self._params(), "match": match, "limit": SEARCH_RESULT_LIMIT})
+        rows = self._database.query_once(
+            self._sql.search_entries, {**self._params(), "match": match, "limit": SEARCH_RESULT_LIMIT}
+        )
         if not rows:
             return None
         return "\n\n".join(f"[{key}]\n{content}" for key, content in rows)

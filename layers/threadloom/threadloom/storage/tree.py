@@ -42,8 +42,10 @@ from threadloom.storage.history_pages import HistoryPageReader
 from threadloom.tokens import estimate_message_tokens, estimate_single_message_tokens
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from threadloom.core.limits import Limits
-    from threadloom.storage.database import Database, Executor, Row
+    from threadloom.storage.database import Database, Executor
     from threadloom.storage.dialect import SqlDialect
     from threadloom.storage.snapshot import CompactionRow, MessageRow
 
@@ -66,13 +68,11 @@ class SqlSessionProvider:
     # ------------------------------------------------------------------ reads
 
     def get_message(self, message_id: str) -> Message | None:
-        with self._database.read() as tx:
-            rows = tx.query(self._sql.get_message, self._params(id=message_id))
+        rows = self._database.query_once(self._sql.get_message, self._params(id=message_id))
         return parse_stored_message(rows[0][0]) if rows else None
 
     def get_latest_leaf_id(self) -> str | None:
-        with self._database.read() as tx:
-            rows = tx.query(self._sql.get_head_leaf, self._params())
+        rows = self._database.query_once(self._sql.get_head_leaf, self._params())
         return rows[0][0] if rows else None
 
     def get_latest_leaf(self) -> Message | None:
@@ -126,8 +126,7 @@ class SqlSessionProvider:
             return self._path_messages(tx, leaf) if leaf else []
 
     def get_branches(self, message_id: str) -> list[Message]:
-        with self._database.read() as tx:
-            rows = tx.query(self._sql.get_children, self._params(id=message_id))
+        rows = self._database.query_once(self._sql.get_children, self._params(id=message_id))
         return [message for (content,) in rows if (message := parse_stored_message(content)) is not None]
 
     def get_branch_page(
@@ -139,8 +138,9 @@ class SqlSessionProvider:
         Past ``max_bytes`` of stored JSON (the first child always comes) a child's message is None: it
         exists, but was not read.
         """
-        with self._database.read() as tx:
-            rows = tx.query(self._sql.get_children_page, self._branch_params(message_id, after_seq, limit, max_bytes))
+        rows = self._database.query_once(
+            self._sql.get_children_page, self._branch_params(message_id, after_seq, limit, max_bytes)
+        )
         return _child_page(rows)
 
     def _branch_params(self, message_id: str, after_seq: int, limit: int, max_bytes: int | None) -> dict[str, Any]:
@@ -149,8 +149,7 @@ class SqlSessionProvider:
 
     def get_tree_skeleton(self) -> list[tuple[str, str | None]]:
         """Every message's ``(id, parent_id)`` in insertion order, without content (one query)."""
-        with self._database.read() as tx:
-            rows = tx.query(self._sql.tree_skeleton, self._params())
+        rows = self._database.query_once(self._sql.tree_skeleton, self._params())
         return [(str(row[0]), None if row[1] is None else str(row[1])) for row in rows]
 
     def get_path_length(self, leaf_id: str | None = None) -> int:
@@ -173,18 +172,15 @@ class SqlSessionProvider:
         return int(rows[0][0]) if rows else 0
 
     def get_compactions(self) -> list[StoredCompaction]:
-        with self._database.read() as tx:
-            return self._compactions(tx)
+        return [_stored_compaction(row) for row in self._database.query_once(self._sql.get_compactions, self._params())]
 
     def get_latest_compaction_id(self) -> str | None:
-        with self._database.read() as tx:
-            rows = tx.query(self._sql.get_latest_compaction_id, self._params())
+        rows = self._database.query_once(self._sql.get_latest_compaction_id, self._params())
         return rows[0][0] if rows else None
 
     def get_compaction_by_request(self, request_key: str) -> StoredCompaction | None:
         """The overlay stored under ``request_key``, if any: lets a worker skip a redelivered request cheaply."""
-        with self._database.read() as tx:
-            rows = tx.query(self._sql.find_compaction_by_request, self._params(request_key=request_key))
+        rows = self._database.query_once(self._sql.find_compaction_by_request, self._params(request_key=request_key))
         return _stored_compaction(rows[0]) if rows else None
 
     def search_messages(self, query: str, limit: int = 20) -> list[SearchResult]:
@@ -192,8 +188,7 @@ class SqlSessionProvider:
         match = self._sql.match_param(query)
         if match is None or limit <= 0:
             return []
-        with self._database.read() as tx:
-            rows = tx.query(self._sql.search_session, self._params(match=match, limit=int(limit)))
+        rows = self._database.query_once(self._sql.search_session, self._params(match=match, limit=int(limit)))
         return [_search_result(row) for row in rows]
 
     # ----------------------------------------------------------------- writes
@@ -725,7 +720,7 @@ def leaf_moved(expected_leaf_id: str, leaf_id: str | None) -> ConflictError:
     return ConflictError(f"Expected the latest leaf to be {expected_leaf_id!r} but it is {leaf_id!r}; reload and retry")
 
 
-def _stored_compaction(row: Row) -> StoredCompaction:
+def _stored_compaction(row: Sequence[Any]) -> StoredCompaction:
     return StoredCompaction(
         id=row[0],
         summary=row[1],
@@ -735,7 +730,7 @@ def _stored_compaction(row: Row) -> StoredCompaction:
     )
 
 
-def _child_page(rows: list[Row] | list[list[Any]]) -> list[tuple[int, Message | None]]:
+def _child_page(rows: Sequence[Sequence[Any]]) -> list[tuple[int, Message | None]]:
     """``(seq, message)`` rows; a row without content (not read) keeps None, a corrupt one is skipped."""
     return [
         (int(seq), None if content is None else message)
@@ -744,7 +739,7 @@ def _child_page(rows: list[Row] | list[list[Any]]) -> list[tuple[int, Message | 
     ]
 
 
-def _search_result(row: Row) -> SearchResult:
+def _search_result(row: Sequence[Any]) -> SearchResult:
     return SearchResult(
         id=row[0],
         role=row[1],

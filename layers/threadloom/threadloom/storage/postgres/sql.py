@@ -254,7 +254,7 @@ class PostgresSql(SqlDialect):
     )
     insert_block_if_absent = (
         "INSERT INTO threadloom_context_blocks (key, session_id, content, updated_at) "
-        "VALUES (:key, :sid, :content, :now) ON CONFLICT (key) DO NOTHING"
+        "VALUES (:key, :sid, :content, :now) ON CONFLICT (key) DO NOTHING RETURNING content"
     )
     delete_block = "DELETE FROM threadloom_context_blocks WHERE key = :key"
     delete_session_blocks = "DELETE FROM threadloom_context_blocks WHERE session_id = :sid"

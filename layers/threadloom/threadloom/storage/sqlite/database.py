@@ -144,6 +144,16 @@ class SqliteDatabase:
     def read(self) -> AbstractContextManager[SqliteExecutor]:
         return self._transaction("BEGIN")
 
+    def query_once(self, sql: str, params: Params | None = None) -> list[Row]:
+        """One read statement in autocommit mode: its own snapshot, no BEGIN/COMMIT around it."""
+        with self._lock:
+            return self._executor.query(sql, params)
+
+    def execute_once(self, sql: str, params: Params | None = None) -> list[Row]:
+        """One write statement in autocommit mode: atomic on its own, committed when it returns."""
+        with self._lock:
+            return self._executor.query(sql, params)
+
     def write(self) -> AbstractContextManager[SqliteExecutor]:
         return self._transaction("BEGIN IMMEDIATE")
 
