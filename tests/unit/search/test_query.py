@@ -284,3 +284,23 @@ def test_searchable_text(message: dict[str, Any], expected: str) -> None:
 
 def test_searchable_text_of_a_non_mapping_is_empty() -> None:
     assert searchable_text("nope") == ""  # type: ignore[arg-type]
+
+
+_ASCII_WORDS = st.sampled_from(["the", "fox", "jumped", "caresses", "a", "x" * 300, "42", "Über", "don't", "\\'"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(_ASCII_WORDS, st.text(alphabet=st.characters(max_codepoint=127), max_size=12)), max_size=80))
+def test_the_short_ascii_shortcut_builds_the_same_tsvector_as_the_general_path(words: list[str]) -> None:
+    from threadloom.search.query import _tsvector_literal
+
+    text = " ".join(words)
+    assert to_tsvector_literal(text) == _tsvector_literal(text)
+
+
+def test_the_short_ascii_shortcut_keeps_at_most_256_positions_per_term() -> None:
+    from threadloom.search.query import _tsvector_literal
+
+    text = "again " * 300
+    assert to_tsvector_literal(text) == _tsvector_literal(text)
+    assert to_tsvector_literal(text).count(",") == 255
