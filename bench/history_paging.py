@@ -136,7 +136,7 @@ def measure(name: str, store: Any, folder: str) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--postgres", metavar="URL", help="also measure PostgreSQL at this URL (an empty database)")
+    parser.add_argument("--postgres", metavar="URL", help="also measure PostgreSQL on this server (in a scratch database)")
     options = parser.parse_args()
     ratios = []
     with tempfile.TemporaryDirectory() as folder:
@@ -146,7 +146,13 @@ def main() -> int:
         if options.postgres:
             from threadloom.storage.postgres.store import PostgresStore
 
-            ratios.append(measure("PostgreSQL", PostgresStore(options.postgres), folder))
+            sys.path.insert(0, str(Path(__file__).resolve().parent))
+            from scratch import scratch_postgres
+
+            with scratch_postgres(options.postgres) as url:
+                store = PostgresStore(url)
+                ratios.append(measure("PostgreSQL", store, folder))
+                store.close()
     return 0 if all(ratio <= 2 for ratio in ratios) else 1
 
 
