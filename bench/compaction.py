@@ -4,7 +4,9 @@ A run reads the branch, summarizes the middle in token-bounded chunks with the
 extractive (offline) summarizer and commits one fenced overlay. Targets: 10,000
 messages <= 10 s; 100,000 messages within the compaction function's 60 s timeout
 (the PostgreSQL store uses the compaction function's timeouts: statement 40 s,
-socket 50 s). The run budget is lifted so one run covers the whole middle.
+socket 50 s). The run budget is lifted so one run covers the whole middle. On PostgreSQL the
+planner statistics are gathered before the measured sessions exist, as autovacuum leaves a
+young deployment.
 
 Run: .venv/bin/python bench/compaction.py [--sizes 10000,100000]
 """
@@ -53,6 +55,24 @@ def compact_once(store: Any, count: int) -> tuple[float, int]:
     return elapsed, len(session.get_history())
 
 
+def young_deployment_statistics(store: Any, url: str) -> None:
+    """Statistics as autovacuum leaves a young deployment: gathered while one small session existed.
+
+    Every session measured is then newer than the last ANALYZE, the case where a planner trusting
+    per-session statistics once read a whole session per lookup (migration 0006).
+    """
+    import pg8000.native
+    from threadloom.storage.postgres.connection import parse_database_url
+
+    Session.create(store).for_session("early").append_messages([message(i) for i in range(300)])
+    params = parse_database_url(url)
+    admin = pg8000.native.Connection(
+        user=params.user, host=params.host, port=params.port, database=params.database, password=params.password
+    )
+    admin.run("ANALYZE")
+    admin.close()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="10000,100000")
@@ -68,6 +88,7 @@ def main() -> int:
             "sqlite": SqliteStore(str(Path(folder) / "bench.db")),
             "postgresql": PostgresStore(f"{url}?statement_timeout=40&timeout=50"),
         }
+        young_deployment_statistics(stores["postgresql"], url)
         for backend, store in stores.items():
             for count in sizes:
                 elapsed, remaining = compact_once(store, count)
