@@ -136,7 +136,9 @@ def measure(name: str, store: Any, folder: str) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--postgres", metavar="URL", help="also measure PostgreSQL on this server (in a scratch database)")
+    parser.add_argument(
+        "--postgres", metavar="URL", help="also measure PostgreSQL on this server (in a scratch database)"
+    )
     options = parser.parse_args()
     ratios = []
     with tempfile.TemporaryDirectory() as folder:

@@ -1,0 +1,76 @@
+"""Round trips of what every request does, as the HTTP API configures a session (default profile).
+
+On PostgreSQL each round trip costs more than the work it carries (more again through RDS
+Proxy), so these counts are the budget the users' benchmark (bench/users_config.py) relies on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from threadloom.api.runtime import Runtime, Settings
+from threadloom.storage.postgres.database import PostgresDatabase
+
+from tests.support.messages import text_message
+
+pytestmark = pytest.mark.postgres
+
+
+class RoundTrips:
+    """Counts what PostgresDatabase sends: each call of run_on is one write and one wait for the server."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    @contextmanager
+    def counting(self) -> Iterator[list[str]]:
+        self.sent = []
+        send = PostgresDatabase.run_on
+
+        def counted(database: PostgresDatabase, connection: Any, sql: str, *args: Any, **kwargs: Any) -> Any:
+            self.sent.append(sql.split(maxsplit=1)[0] + " " + sql[:60])
+            return send(database, connection, sql, *args, **kwargs)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(PostgresDatabase, "run_on", counted)
+            yield self.sent
+
+
+@pytest.fixture
+def runtime(make_store: Callable[[], Any], tmp_path: Path) -> Runtime:
+    return Runtime(Settings(skills_dir=str(tmp_path), compaction_mode="inline"), store=make_store())
+
+
+def test_opening_a_new_session_reads_each_block_in_one_round_trip_and_stores_the_prompt_in_one(
+    runtime: Runtime,
+) -> None:
+    manager = runtime.manager("tenant")
+    session_id = manager.create("new").id
+    with RoundTrips().counting() as sent:
+        prompt = manager.get_session(session_id).freeze_system_prompt()
+    assert prompt
+    # The stored prompt (absent), the four blocks of the default profile, then the prompt stored:
+    # no BEGIN/COMMIT around single statements.
+    assert len(sent) == 6, sent
+    assert not [statement for statement in sent if statement.startswith(("START", "COMMIT"))], sent
+    # And a second freeze (another request) finds the stored prompt in one round trip
+    with RoundTrips().counting() as sent:
+        assert manager.get_session(session_id).freeze_system_prompt() == prompt
+    assert len(sent) == 1, sent
+
+
+def test_an_append_with_events_and_the_compaction_check_is_one_round_trip(runtime: Runtime) -> None:
+    manager = runtime.manager("tenant")
+    session = manager.get_session(manager.create("appends").id)
+    session.freeze_system_prompt()
+    events: list[Any] = []
+    session.on_event(events.append)
+    session.append_message(text_message("first"))
+    with RoundTrips().counting() as sent:
+        result = session.append_message(text_message("second"))
+    assert result.inserted and events
+    assert len(sent) == 1, sent
