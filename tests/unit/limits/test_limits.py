@@ -189,3 +189,37 @@ def test_model_tools_obey_the_same_table_as_the_http_api(tmp_path: Any) -> None:
     assert "NUL" in set_context.execute({"label": "memory", "content": "\x00"})
     assert skills.docs == {} and knowledge.entries == {}
     assert set_context.execute({"label": "memory", "content": "fits"}).startswith("Written to memory")
+
+
+def test_a_message_the_session_checked_is_not_walked_again_by_the_storage_under_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from threadloom.core.messages import validate_message
+
+    walks: list[str] = []
+    check_json = Limits.check_json
+
+    def counted(self: Limits, value: Any, what: str, **options: Any) -> int:
+        walks.append(what)
+        return int(check_json(self, value, what, **options))
+
+    monkeypatch.setattr(Limits, "check_json", counted)
+    store = SqliteStore(":memory:")
+    session = Session.create(store).for_session("s")
+    message = {"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hello"}]}
+    session.append_message(message)
+    assert walks == ["message 'm1'"]
+    # The storage used on its own still checks everything, with the hard limits
+    walks.clear()
+    store.session_provider("s").append_message({"id": "m2", "role": "user", "parts": []})
+    assert walks == ["message 'm2'"]
+    with pytest.raises(ValidationError, match="NUL"):
+        store.session_provider("s").append_message({"id": "m3", "role": "user", "parts": [{"type": "x\x00"}]})
+    # And only the very object just checked is trusted, once
+    checked = {"id": "m4", "role": "user", "parts": []}
+    Limits().check_message(checked)
+    walks.clear()
+    validate_message(dict(checked))
+    validate_message(checked)
+    validate_message(checked)
+    assert len(walks) == 2

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Final
 
@@ -139,6 +140,7 @@ class Limits:
             raise PayloadTooLargeError(
                 f"Message {message_id!r} is {size} bytes; the limit is {self.max_message_bytes} bytes"
             )
+        _just_checked.message = message
         return message
 
     def check_json(self, value: Any, what: str, *, extra_depth: int = 0) -> int:
@@ -298,6 +300,26 @@ DEFAULT_LIMITS: Final = Limits()
 """What the library enforces unless a session, manager or profile is given other limits."""
 
 
+class _JustChecked(threading.local):
+    message: Any = None
+
+
+_just_checked = _JustChecked()
+
+
+def take_just_checked(message: Any) -> bool:
+    """Whether ``message`` is the object this thread's last :meth:`Limits.check_message` passed (forgotten now).
+
+    Every ``Limits`` is capped by ``HARD_LIMITS``, so a message a session just checked needs no
+    second check by the storage it hands the message to, on the same thread, moments later: that
+    second walk over every string was a tenth of an append's Python time.
+    """
+    if _just_checked.message is message:
+        _just_checked.message = None
+        return True
+    return False
+
+
 def check_text(value: Any, what: str, *, max_chars: int | None = None) -> str:
     """A string without NUL characters or lone surrogates, optionally at most ``max_chars`` long."""
     if not isinstance(value, str):
@@ -342,5 +364,6 @@ __all__ = [
     "ROLES",
     "Limits",
     "check_text",
+    "take_just_checked",
     "text_bytes",
 ]

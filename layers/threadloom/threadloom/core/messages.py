@@ -8,9 +8,9 @@ clear error instead of being stored and skipped later.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from threadloom.core.limits import HARD_LIMITS, Limits
+from threadloom.core.limits import HARD_LIMITS, Limits, take_just_checked
 from threadloom.errors import ValidationError
 from threadloom.jscompat import compact_json
 
@@ -26,6 +26,8 @@ def validate_message(message: Any, limits: Limits = HARD_LIMITS) -> Message:
     Storage calls it with ``HARD_LIMITS`` (nothing untextable ever reaches a database);
     sessions call it first with their configured, usually tighter, limits.
     """
+    if limits is HARD_LIMITS and take_just_checked(message):
+        return cast("Message", message)  # checked just now against limits no looser than these
     return limits.check_message(message)
 
 
