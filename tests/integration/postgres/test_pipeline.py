@@ -17,7 +17,7 @@ import pg8000.core
 import pg8000.native
 import pytest
 from pg8000.exceptions import DatabaseError
-from threadloom.storage.postgres.pipeline import PG8000_VERSION, run_pipelined
+from threadloom.storage.postgres.pipeline import PG8000_VERSION, run_pipelined, run_pipelined_together
 
 from tests.support.postgres import admin_connection
 
@@ -81,3 +81,30 @@ def test_a_server_error_mid_pipeline_leaves_the_connection_usable(connection: An
         run_pipelined(connection, "SELECT CAST(:a AS int)", {"a": "not a number"})
     assert raised.value.args[0]["C"] == "22P02"
     assert run_pipelined(connection, "SELECT CAST(:a AS int)", {"a": 2}) == [[2]]
+
+
+def test_statements_sent_together_answer_apart_in_order(connection: Any) -> None:
+    # pg8000 assigns Context.input_funcs on each RowDescription and appends DataRows to Context.rows:
+    # the split per statement relies on both
+    assert "context.input_funcs = input_funcs" in inspect.getsource(pg8000.core.CoreConnection.handle_ROW_DESCRIPTION)
+    assert "context.rows.append(row)" in inspect.getsource(pg8000.core.CoreConnection.handle_DATA_ROW)
+    results = run_pipelined_together(
+        connection,
+        [
+            ("SELECT g, CAST(:label AS text) FROM generate_series(1, CAST(:n AS int)) AS g", {"label": "a", "n": 3}),
+            ("SELECT 1 WHERE CAST(:x AS int) = 0", {"x": 1}),
+            ("SELECT CAST(:t AS text), CAST(:b AS boolean)", {"t": "é", "b": True}),
+        ],
+        timeouts=("1234", "5678"),
+    )
+    assert results == [[[1, "a"], [2, "a"], [3, "a"]], [], [["é", True]]]
+
+
+def test_a_failing_statement_among_others_raises_and_leaves_the_connection_usable(connection: Any) -> None:
+    with pytest.raises(DatabaseError) as raised:
+        run_pipelined_together(
+            connection,
+            [("SELECT CAST(:a AS int)", {"a": 1}), ("SELECT CAST(:a AS int)", {"a": "not a number"})],
+        )
+    assert raised.value.args[0]["C"] == "22P02"
+    assert run_pipelined_together(connection, [("SELECT CAST(:a AS int)", {"a": 2})]) == [[[2]]]

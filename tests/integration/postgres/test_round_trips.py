@@ -35,8 +35,15 @@ class RoundTrips:
             self.sent.append(sql.split(maxsplit=1)[0] + " " + sql[:60])
             return send(database, connection, sql, *args, **kwargs)
 
+        send_together = PostgresDatabase._run_together
+
+        def counted_together(database: PostgresDatabase, connection: Any, statements: Any) -> Any:
+            self.sent.append("TOGETHER " + " | ".join(sql[:40] for sql, _ in statements))
+            return send_together(database, connection, statements)
+
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(PostgresDatabase, "run_on", counted)
+            patch.setattr(PostgresDatabase, "_run_together", counted_together)
             yield self.sent
 
 
@@ -45,7 +52,7 @@ def runtime(make_store: Callable[[], Any], tmp_path: Path) -> Runtime:
     return Runtime(Settings(skills_dir=str(tmp_path), compaction_mode="inline"), store=make_store())
 
 
-def test_opening_a_new_session_reads_each_block_in_one_round_trip_and_stores_the_prompt_in_one(
+def test_opening_a_new_session_reads_its_blocks_in_one_round_trip_and_stores_the_prompt_in_one(
     runtime: Runtime,
 ) -> None:
     manager = runtime.manager("tenant")
@@ -53,9 +60,11 @@ def test_opening_a_new_session_reads_each_block_in_one_round_trip_and_stores_the
     with RoundTrips().counting() as sent:
         prompt = manager.get_session(session_id).freeze_system_prompt()
     assert prompt
-    # The stored prompt (absent), the four blocks of the default profile, then the prompt stored:
-    # no BEGIN/COMMIT around single statements.
-    assert len(sent) == 6, sent
+    # The loaded skills, the stored prompt (absent), the blocks of the default profile that live in the
+    # database read together (memory, knowledge, session history), then the prompt stored; no BEGIN/COMMIT
+    assert len(sent) == 4, sent
+    together = [statement for statement in sent if statement.startswith("TOGETHER")]
+    assert len(together) == 1 and together[0].count("|") == 2, sent
     assert not [statement for statement in sent if statement.startswith(("START", "COMMIT"))], sent
     # And a second freeze (another request) finds the stored prompt in one round trip
     with RoundTrips().counting() as sent:

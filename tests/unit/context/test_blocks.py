@@ -510,3 +510,68 @@ def test_add_duplicate_block_raises(standard: tuple[ContextBlocks, Any, Any], fa
         blocks.add_block(ContextConfig("memory", provider=fake.WritableText()))
     assert str(caught.value) == 'Block "memory" already exists'
     assert [c.label for c in blocks.configs].count("memory") == 1
+
+
+# -- reads batched per channel -------------------------------------------------------------------------
+
+
+class _Channel:
+    """A ReadChannel that records each batch it was asked for."""
+
+    def __init__(self, answers: dict[str, str | None]) -> None:
+        self.answers = answers
+        self.batches: list[list[str]] = []
+
+    def read_together(self, statements: list[str]) -> list[str | None]:
+        self.batches.append(list(statements))
+        return [self.answers[statement] for statement in statements]
+
+
+class _Planned:
+    """A provider whose get() can be planned as a read on a channel, keyed by the label init gave it."""
+
+    def __init__(self, channel: _Channel, *, plan: bool = True) -> None:
+        self.channel, self.plan, self.label = channel, plan, ""
+        self.init_calls = self.get_calls = 0
+
+    def init(self, label: str) -> None:
+        self.init_calls += 1
+        self.label = label
+
+    def get(self) -> str | None:
+        self.get_calls += 1
+        return self.channel.answers[self.label]
+
+    def block_read(self) -> Any:
+        from threadloom.providers.protocols import BlockRead
+
+        return BlockRead(self.channel, self.label, lambda answer: answer) if self.plan else None
+
+
+def test_providers_on_one_channel_are_read_together_once_each_inited_once(fake: Fakes) -> None:
+    # Given two channels, three planned providers, one that declines to plan and one plain provider
+    one, other = _Channel({"memory": "facts", "knowledge": None, "declined": "as get"}), _Channel({"history": "3"})
+    memory, knowledge, history, declined = _Planned(one), _Planned(one), _Planned(other), _Planned(one, plan=False)
+    plain = fake.ReadOnlyText("soul text")
+    blocks = make(
+        ContextConfig("soul", provider=plain),
+        ContextConfig("memory", provider=memory),
+        ContextConfig("knowledge", provider=knowledge),
+        ContextConfig("history", provider=history),
+        ContextConfig("declined", provider=declined),
+    )
+    blocks.load()
+    # Then each channel answered one batch, in configuration order, and no planned provider was asked get()
+    assert one.batches == [["memory", "knowledge"]] and other.batches == [["history"]]
+    assert (memory.get_calls, knowledge.get_calls, history.get_calls) == (0, 0, 0)
+    # And the one that declined was read through get(), every provider init-ed exactly once
+    assert declined.get_calls == 1
+    assert [p.init_calls for p in (memory, knowledge, history, declined)] == [1, 1, 1, 1]
+    # And the blocks hold what get() would have returned, in their configured order
+    assert [(block.label, block.content) for block in blocks.get_blocks()] == [
+        ("soul", "soul text"),
+        ("memory", "facts"),
+        ("knowledge", ""),
+        ("history", "3"),
+        ("declined", "as get"),
+    ]

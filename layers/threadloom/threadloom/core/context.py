@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast
 
 from threadloom.core.limits import DEFAULT_LIMITS, Limits, check_text
 from threadloom.core.prompt import render_prompt
 from threadloom.errors import BlockLimitError, NotFoundError, ReadOnlyBlockError, ValidationError
-from threadloom.providers.protocols import is_search_provider, is_skill_provider, is_writable_provider
+from threadloom.providers.protocols import BlockRead, is_search_provider, is_skill_provider, is_writable_provider
 from threadloom.records import ContextBlock
 from threadloom.tokens import estimate_string_tokens
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
     from threadloom.providers.protocols import (
         ContextProvider,
@@ -33,6 +33,59 @@ UnloadCallback: TypeAlias = Callable[[str, str], None]
 
 LoadedSkillsListener: TypeAlias = Callable[[set[str]], None]
 """Called with a copy of the loaded-skill ids after every change, so they can be persisted."""
+
+
+class _NotRead:
+    """The content of a block whose provider has not been read yet."""
+
+
+NOT_READ: Final = _NotRead()
+
+
+def _init(config: ContextConfig) -> None:
+    init = getattr(config.provider, "init", None)
+    if callable(init):
+        init(config.label)
+
+
+def _read_together(configs: list[ContextConfig]) -> dict[int, str | None]:
+    """What ``get()`` returns for each provider offering a ``block_read()``, read together per channel.
+
+    The memory, knowledge and history blocks of a session all read one database: sent together
+    they cost one round trip on PostgreSQL instead of three. Those providers are ``init``-ed here
+    (before their read is planned, as ``get`` would be); the others are read one by one as before.
+    """
+    reads: dict[int, BlockRead] = {}
+    for index, config in enumerate(configs):
+        plan = getattr(config.provider, "block_read", None) if config.provider is not None else None
+        if callable(plan):
+            _init(config)
+            read = plan()
+            if isinstance(read, BlockRead):
+                reads[index] = read
+            else:  # it declined: read it through get() now, as it is already init-ed
+                reads[index] = BlockRead(_GetChannel(), config.provider, _as_returned)
+    by_channel: dict[int, list[int]] = {}
+    for index, read in reads.items():
+        by_channel.setdefault(id(read.channel), []).append(index)
+    known: dict[int, str | None] = {}
+    for indexes in by_channel.values():
+        channel = reads[indexes[0]].channel
+        answers = channel.read_together([reads[index].statement for index in indexes])
+        for index, answer in zip(indexes, answers, strict=True):
+            known[index] = reads[index].finish(answer)
+    return known
+
+
+class _GetChannel:
+    """The channel of a provider that declined to plan its read: its own ``get()``."""
+
+    def read_together(self, statements: Sequence[Any]) -> list[Any]:
+        return [provider.get() for provider in statements]
+
+
+def _as_returned(answer: Any) -> str | None:
+    return cast("str | None", answer)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +165,8 @@ class ContextBlocks:
         return config.provider if config is not None else None
 
     @staticmethod
-    def _read_block(config: ContextConfig) -> ContextBlock:
+    def _read_block(config: ContextConfig, known: str | _NotRead | None = NOT_READ) -> ContextBlock:
+        """The block of ``config``: ``init`` then ``get``, unless its content was read already (``known``)."""
         provider = config.provider
         if provider is None:
             return ContextBlock(
@@ -125,10 +179,10 @@ class ContextBlocks:
                 is_skill=False,
                 is_searchable=False,
             )
-        init = getattr(provider, "init", None)
-        if callable(init):
-            init(config.label)
-        content = provider.get() or ""
+        if isinstance(known, _NotRead):
+            _init(config)
+            known = provider.get()
+        content = known or ""
         return ContextBlock(
             label=config.label,
             description=config.description,
@@ -146,9 +200,10 @@ class ContextBlocks:
         A duplicated label keeps its first position but shows the last config's
         content and flags. ``max_tokens`` is not enforced on what is read.
         """
+        known = _read_together(self._configs)
         blocks: dict[str, ContextBlock] = {}
-        for config in self._configs:
-            blocks[config.label] = self._read_block(config)
+        for index, config in enumerate(self._configs):
+            blocks[config.label] = self._read_block(config, known.get(index, NOT_READ))
         self._blocks = blocks
         self._loaded = True
 

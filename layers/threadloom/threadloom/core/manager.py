@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from threadloom.compaction.function import CompactFunction
     from threadloom.compaction.queue import CompactionQueue
-    from threadloom.providers.protocols import ContextProvider, WritableContextProvider
+    from threadloom.providers.protocols import BlockRead, ContextProvider, WritableContextProvider
     from threadloom.records import AppendResult, Message, SearchResult, SessionInfo, StoredCompaction, TokenCountInput
     from threadloom.tools.base import Tool
 
@@ -50,6 +50,12 @@ class _CreateDescriptor:
         return instance.create_session
 
 
+def _describe_sessions(count: int) -> str | None:
+    if count == 0:
+        return None
+    return f"{count} session available for search." if count == 1 else f"{count} sessions available for search."
+
+
 class SearchableHistory:
     """A read-only searchable block over the manager's sessions (``with_searchable_history``)."""
 
@@ -57,10 +63,11 @@ class SearchableHistory:
         self._manager = manager
 
     def get(self) -> str | None:
-        count = self._manager.count()
-        if count == 0:
-            return None
-        return f"{count} session available for search." if count == 1 else f"{count} sessions available for search."
+        return _describe_sessions(self._manager.count())
+
+    def block_read(self) -> BlockRead | None:
+        """The count as a read that can go with the session's other block reads, where the registry offers it."""
+        return self._manager.count_read(_describe_sessions)
 
     def search(self, query: str) -> str | None:
         return format_history_results(self._manager.search(query, limit=HISTORY_SEARCH_LIMIT))
@@ -302,6 +309,11 @@ class SessionManager:
 
     def count(self) -> int:
         return self._registry.count()  # type: ignore[no-any-return]
+
+    def count_read(self, describe: Callable[[int], str | None]) -> BlockRead | None:
+        """``describe(count())`` as a read to batch with others, when the registry can plan one (SQL stores)."""
+        count_read = getattr(self._registry, "count_read", None)
+        return count_read(describe) if callable(count_read) else None
 
     def rename(self, session_id: str, name: str) -> SessionInfo:
         self.limits.check_name(name, "session name")

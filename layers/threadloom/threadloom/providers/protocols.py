@@ -6,9 +6,12 @@ base class), so any object with the right methods plugs in.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
     from threadloom.core.limits import Limits
     from threadloom.records import AppendResult, Message, SearchResult, StoredCompaction
 
@@ -18,6 +21,28 @@ class ContextProvider(Protocol):
     """Read-only block content. May also define ``init(label)``, called before ``get``."""
 
     def get(self) -> str | None: ...
+
+
+class ReadChannel(Protocol):
+    """Where several providers' reads go (one database): it runs them together, answering in order.
+
+    On PostgreSQL the reads of every block then cost one round trip instead of one each.
+    """
+
+    def read_together(self, statements: Sequence[Any]) -> Sequence[Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class BlockRead:
+    """A provider's ``get()`` as one read that can travel with other providers' reads on ``channel``.
+
+    ``finish`` turns the channel's answer to ``statement`` into what ``get()`` would return.
+    A provider offers it through an optional ``block_read()`` method (called after ``init``).
+    """
+
+    channel: ReadChannel
+    statement: Any
+    finish: Callable[[Any], str | None]
 
 
 @runtime_checkable
@@ -109,9 +134,11 @@ def is_search_provider(provider: object) -> bool:
 
 
 __all__ = [
+    "BlockRead",
     "BranchPagingSessionProvider",
-    "HistoryCopyingSessionProvider",
     "ContextProvider",
+    "HistoryCopyingSessionProvider",
+    "ReadChannel",
     "SearchProvider",
     "SearchableSessionProvider",
     "SessionProvider",

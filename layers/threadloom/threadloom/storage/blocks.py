@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from threadloom.providers.protocols import BlockRead
 from threadloom.storage.database import utc_now
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from threadloom.storage.database import Database
     from threadloom.storage.dialect import SqlDialect
 
@@ -29,8 +32,11 @@ class SqlContextProvider:
             self.key = label
 
     def get(self) -> str | None:
-        rows = self._database.query_once(self._sql.get_block, {"key": self.key})
-        return rows[0][0] if rows else None
+        return _first_value(self._database.query_once(self._sql.get_block, {"key": self.key}))
+
+    def block_read(self) -> BlockRead:
+        """``get()`` as a read that can go with the session's other block reads (one round trip)."""
+        return BlockRead(self._database, (self._sql.get_block, {"key": self.key}), _first_value)
 
     def set(self, content: str) -> None:
         with self._database.write() as tx:
@@ -75,3 +81,7 @@ class SqlSkillState:
             tx.execute(self._sql.clear_loaded_skills, {"sid": self.session_id})
             for skill_id in sorted(skill_ids):
                 tx.execute(self._sql.add_loaded_skill, {"sid": self.session_id, "skill_id": skill_id})
+
+
+def _first_value(rows: Sequence[Sequence[Any]]) -> str | None:
+    return str(rows[0][0]) if rows and rows[0][0] is not None else None

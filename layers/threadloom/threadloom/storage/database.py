@@ -47,6 +47,14 @@ class Database(Protocol):
         """
         ...
 
+    def read_together(self, statements: Sequence[tuple[str, Params]]) -> Sequence[Sequence[Sequence[Any]]]:
+        """Several independent read statements, answered in order; one round trip on PostgreSQL.
+
+        Each is its own snapshot, as with :meth:`query_once`. The database is then the
+        ``ReadChannel`` of the providers' ``BlockRead``s.
+        """
+        ...
+
     def execute_once(self, sql: str, params: Params | None = None) -> Sequence[Sequence[Any]]:
         """One write statement, atomic and committed on its own; returns the rows it returns.
 

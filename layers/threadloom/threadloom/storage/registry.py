@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from threadloom.core.limits import DEFAULT_LIMITS, Limits, check_text
 from threadloom.errors import ValidationError
+from threadloom.providers.protocols import BlockRead
 from threadloom.records import SearchResult, SessionInfo
 from threadloom.storage.database import to_timestamp_text, utc_now
 
@@ -98,6 +99,14 @@ class SqlSessionRegistry:
 
     def count(self) -> int:
         return int(self._database.query_once(self._sql.count_sessions, {"namespace": self.namespace})[0][0])
+
+    def count_read(self, describe: Callable[[int], str | None]) -> BlockRead:
+        """``describe(count())`` as a read that can go with a session's block reads (one round trip)."""
+        return BlockRead(
+            self._database,
+            (self._sql.count_sessions, {"namespace": self.namespace}),
+            lambda rows: describe(int(rows[0][0])),
+        )
 
     def _update(self, statement: str, session_id: str, **values: object) -> bool:
         with self._database.write() as tx:

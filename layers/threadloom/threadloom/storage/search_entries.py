@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from threadloom.errors import QuotaExceededError
 from threadloom.jscompat import js_trim
+from threadloom.providers.protocols import BlockRead
 from threadloom.storage.database import utc_now
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from threadloom.storage.database import Database
     from threadloom.storage.dialect import SqlDialect
 
@@ -38,8 +41,11 @@ class SqlSearchProvider:
         return {"scope": self.scope, "label": self.label}
 
     def get(self) -> str | None:
-        count = int(self._database.query_once(self._sql.count_entries, self._params())[0][0])
-        return f"{count} entries indexed." if count else None
+        return _describe_count(self._database.query_once(self._sql.count_entries, self._params()))
+
+    def block_read(self) -> BlockRead:
+        """``get()`` as a read that can go with the session's other block reads (one round trip)."""
+        return BlockRead(self._database, (self._sql.count_entries, self._params()), _describe_count)
 
     def search(self, query: str) -> str | None:
         if not isinstance(query, str) or not js_trim(query):
@@ -68,3 +74,8 @@ class SqlSearchProvider:
                 tx.execute(self._sql.unindex_entry, params)
             tx.execute(self._sql.upsert_entry, {**params, "content": content, "now": utc_now()})
             tx.execute(self._sql.index_entry, {**params, **self._sql.index_params(content)})
+
+
+def _describe_count(rows: Sequence[Sequence[Any]]) -> str | None:
+    count = int(rows[0][0])
+    return f"{count} entries indexed." if count else None

@@ -42,11 +42,11 @@ from threadloom.storage.postgres.connection import (
     settings_factory,
     sqlstate,
 )
-from threadloom.storage.postgres.pipeline import run_pipelined
+from threadloom.storage.postgres.pipeline import run_pipelined, run_pipelined_together
 from threadloom.storage.values import check_storable
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Iterator, Mapping, Sequence
 
     from threadloom.storage.database import Params, Row
     from threadloom.storage.postgres.connection import Connection, ConnectionFactory
@@ -248,6 +248,31 @@ class PostgresDatabase:
                 if self._connection is not None or self._factory is None:
                     raise  # the server refused the statement itself, or we cannot reconnect
             return self.run_on(self._live_connection(), sql, params, timeouts=True)
+
+    def read_together(self, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[list[Any]]]:
+        """Several read statements in one round trip (see :func:`run_pipelined_together`), retried as query_once is."""
+        with self._lock:
+            if self._depth:  # inside an open transaction: join it
+                return [self.run_on(self._connection, sql, params) for sql, params in statements]
+            connection = self._live_connection()
+            try:
+                return self._run_together(connection, statements)
+            except StorageTimeoutError:
+                raise
+            except StorageUnavailableError:
+                if self._connection is not None or self._factory is None:
+                    raise
+            return self._run_together(self._live_connection(), statements)
+
+    def _run_together(
+        self, connection: Connection, statements: Sequence[tuple[str, Mapping[str, Any]]]
+    ) -> list[list[list[Any]]]:
+        for _, params in statements:
+            check_storable(params)
+        try:
+            return run_pipelined_together(connection, statements, timeouts=self._timeout_settings)
+        except Exception as error:
+            raise self._translate(error) from error
 
     def execute_once(self, sql: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]:
         """One write statement, atomic on its own (autocommit). Never retried once sent.

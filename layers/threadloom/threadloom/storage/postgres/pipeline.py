@@ -1,8 +1,9 @@
-"""One parameterized statement per network round trip: the only code that touches pg8000 internals.
+"""Parameterized statements in one network round trip each: the only code that touches pg8000 internals.
 
 pg8000's ``run`` sends an unnamed statement's Parse, Describe, Bind and Execute but waits
 for the server after Parse and after Describe: three round trips to learn nothing it uses.
 Here the messages leave together, closed by one Sync, as libpq's PQexecParams sends them.
+Independent reads can also share one round trip (:func:`run_pipelined_together`).
 
 The methods used below are not pg8000's public API, so the driver is pinned to exactly
 :data:`PG8000_VERSION` (pyproject and the layer's requirements) and
@@ -31,7 +32,7 @@ from pg8000.core import (  # type: ignore[import-untyped]
 from pg8000.exceptions import InterfaceError  # type: ignore[import-untyped]
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Mapping, Sequence
 
     from threadloom.storage.postgres.connection import Connection
 
@@ -62,18 +63,84 @@ def run_pipelined(
     If any step fails the server skips the rest up to the Sync and pg8000 raises the
     error after reading everything up to ReadyForQuery, so the connection stays usable.
     """
-    statement, make_values = compiled(sql)
+    statement, _ = compiled(sql)
+    _send(connection, _payload(connection, [(sql, params)], timeouts))
+    context = Context(statement)
+    connection.handle_messages(context)
+    rows: list[list[Any]] | None = context.rows
+    return rows
+
+
+def run_pipelined_together(
+    connection: Connection,
+    statements: Sequence[tuple[str, Mapping[str, Any]]],
+    *,
+    timeouts: tuple[str, str] | None = None,
+) -> list[list[list[Any]]]:
+    """Run several row-returning statements in one round trip; one list of rows per statement, in order.
+
+    They run in one implicit transaction (one Sync), each with its own snapshot under READ
+    COMMITTED, as if sent one by one. If one fails the server skips the rest and the error is
+    raised once everything up to ReadyForQuery was read, so the connection stays usable.
+    """
+    _send(connection, _payload(connection, statements, timeouts))
+    context = _ResultPerStatement(statements[0][0] if statements else "")
+    connection.handle_messages(context)
+    if len(context.results) != len(statements):
+        raise InterfaceError(f"expected {len(statements)} results, the server described {len(context.results)}")
+    return context.results
+
+
+class _ResultPerStatement(Context):  # type: ignore[misc]
+    """A pg8000 Context that keeps each statement's rows apart.
+
+    pg8000 handles a RowDescription by assigning ``input_funcs`` (and ``rows`` when unset),
+    then appends every DataRow to ``rows``; each described statement's RowDescription comes
+    before its rows, so starting a new list there separates the results.
+    """
+
+    def __init__(self, statement: str) -> None:
+        self.results: list[list[list[Any]]] = []
+        super().__init__(statement)
+        self.results.clear()  # Context.__init__ assigned input_funcs once, before any statement
+
+    @property
+    def input_funcs(self) -> list[Any]:
+        return self._input_funcs
+
+    @input_funcs.setter
+    def input_funcs(self, functions: list[Any]) -> None:
+        self._input_funcs = functions
+        rows: list[list[Any]] = []
+        self.rows = rows
+        self.results.append(rows)
+
+
+def _payload(
+    connection: Connection, statements: Sequence[tuple[str, Mapping[str, Any]]], timeouts: tuple[str, str] | None
+) -> bytearray:
+    """Every message of the timeouts statement (if any) and of ``statements``, closed by one Flush and Sync.
+
+    Everything is encoded before anything is sent: a value pg8000 cannot encode fails here.
+    """
     encoding = connection._client_encoding
     payload = bytearray()
     if timeouts is not None:
         payload += _parse(TIMEOUTS_SQL, encoding)
         payload += _bind([value.encode(encoding) for value in timeouts])
         payload += EXECUTE_MSG
-    payload += _parse(statement, encoding)
-    payload += _message(_DESCRIBE, _STATEMENT + _UNNAMED)
-    values = make_params(connection.py_types, make_values(params))
-    payload += _bind([None if value is None else value.encode(encoding) for value in values])
-    payload += EXECUTE_MSG + FLUSH_MSG + SYNC_MSG
+    for sql, params in statements:
+        statement, make_values = compiled(sql)
+        payload += _parse(statement, encoding)
+        payload += _message(_DESCRIBE, _STATEMENT + _UNNAMED)
+        values = make_params(connection.py_types, make_values(params))
+        payload += _bind([None if value is None else value.encode(encoding) for value in values])
+        payload += EXECUTE_MSG
+    payload += FLUSH_MSG + SYNC_MSG
+    return payload
+
+
+def _send(connection: Connection, payload: bytearray) -> None:
     sock = connection._sock
     if sock is None:
         raise InterfaceError("connection is closed")
@@ -82,10 +149,6 @@ def run_pipelined(
         sock.flush()
     except OSError as error:
         raise InterfaceError("network error") from error
-    context = Context(statement)
-    connection.handle_messages(context)
-    rows: list[list[Any]] | None = context.rows
-    return rows
 
 
 def _message(code: bytes, data: bytes | bytearray) -> bytes:

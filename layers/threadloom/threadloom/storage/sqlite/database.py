@@ -17,7 +17,7 @@ from threadloom.errors import (
 from threadloom.storage.values import check_storable
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterator, Sequence
 
     from threadloom.storage.database import Params, Row
 
@@ -148,6 +148,11 @@ class SqliteDatabase:
         """One read statement in autocommit mode: its own snapshot, no BEGIN/COMMIT around it."""
         with self._lock:
             return self._executor.query(sql, params)
+
+    def read_together(self, statements: Sequence[tuple[str, Params]]) -> list[list[Row]]:
+        """Several read statements one after the other, each its own snapshot (as :meth:`query_once`)."""
+        with self._lock:
+            return [self._executor.query(sql, params) for sql, params in statements]
 
     def execute_once(self, sql: str, params: Params | None = None) -> list[Row]:
         """One write statement in autocommit mode: atomic on its own, committed when it returns."""
