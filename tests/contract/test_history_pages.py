@@ -44,9 +44,11 @@ def comparable(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def read_pages(session: Session, leaf: str, limit: int, max_bytes: int = UNLIMITED) -> list[list[HistoryEntry]]:
     """Every page of ``leaf``'s history, following the keyset each page ends with."""
     pages: list[list[HistoryEntry]] = []
-    start, after = 0, None
+    start, after, anchor = 0, None, None
     while True:
-        page = session.storage.get_history_page(leaf, start=start, limit=limit, max_bytes=max_bytes, after_id=after)  # type: ignore[attr-defined]
+        page = session.storage.get_history_page(  # type: ignore[attr-defined]
+            leaf, start=start, limit=limit, max_bytes=max_bytes, after_id=after, walk_from=anchor
+        )
         assert page.entries, "a page before the end of the path is never empty"
         assert len(page.entries) <= limit
         pages.append(page.entries)
@@ -54,7 +56,7 @@ def read_pages(session: Session, leaf: str, limit: int, max_bytes: int = UNLIMIT
         if last.next_depth >= page.path_length:
             return pages
         assert last.next_depth > start
-        start, after = last.next_depth, last.last_id
+        start, after, anchor = last.next_depth, last.last_id, page.next_anchor
 
 
 def paged_history(session: Session, leaf: str, limit: int, max_bytes: int = UNLIMITED) -> list[dict[str, Any]]:
@@ -254,3 +256,48 @@ def test_the_migration_backfills_the_jumps_of_stored_messages(store_at_version_4
     session = Session.create(store).for_session("s")
     assert_pages_equal_history(session, "m299", (7, 200))
     assert_pages_equal_history(session, "b89", (64,))
+
+
+def test_the_walk_anchor_is_only_a_shortcut_however_the_tree_changed(store: Any) -> None:
+    # Given a long chain with a side branch, read a first page that hands out an anchor
+    session = Session.create(store).for_session("s")
+    ids = chain(session, 8 * JUMP_SPAN, parent=None)
+    chain(session, 6 * JUMP_SPAN, prefix="side", parent=ids[2 * JUMP_SPAN])
+    leaf = ids[-1]
+
+    def resume(walk_from: tuple[int, str] | None) -> list[HistoryEntry]:
+        return session.storage.get_history_page(  # type: ignore[attr-defined, no-any-return]
+            leaf,
+            start=first.entries[-1].next_depth,
+            limit=50,
+            max_bytes=UNLIMITED,
+            after_id=first.entries[-1].last_id,
+            walk_from=walk_from,
+        ).entries
+
+    first = session.storage.get_history_page(leaf, start=0, limit=50, max_bytes=UNLIMITED)  # type: ignore[attr-defined]
+    anchor = first.next_anchor
+    assert anchor is not None and anchor[1] != leaf
+    anchor_depth = ids.index(anchor[1])
+    assert anchor_depth % JUMP_SPAN == 0 and anchor_depth >= 99  # at or past the next page's last depth
+    assert resume(anchor) == resume(None)
+    # Then an anchor that is no ancestor of the leaf (a message of another branch, a wrong seq or id,
+    # or one above the page) is not used: the page is the one read from the leaf
+    with store.database.read() as tx:
+        seqs = dict(tx.query("SELECT id, seq FROM threadloom_messages WHERE session_id = 's'", {}))
+    for forged in [(seqs[anchor[1]], "side10"), (anchor[0] + 1, anchor[1]), (seqs[ids[60]], ids[60])]:
+        assert resume(forged) == resume(None)
+    # When messages between the page and the anchor, or between the anchor and the leaf, are deleted
+    session.delete_messages([ids[80], ids[anchor_depth + 3]])
+    assert resume(anchor) == resume(None)
+    assert comparable([e.message for e in resume(anchor)]) == comparable(session.get_history(leaf))[50:100]
+    # When the anchor itself is deleted, and even appended again with the same id elsewhere (a new seq)
+    session.delete_messages([anchor[1]])
+    session.append_messages([text_message(anchor[1], "back, on the side branch")], "side20")
+    assert resume(anchor) == resume(None)
+    assert comparable([e.message for e in resume(anchor)]) == comparable(session.get_history(leaf))[50:100]
+    # And a change above the page is still a conflict, anchor or not
+    session.delete_messages([ids[10]])
+    for walk_from in (anchor, None):
+        with pytest.raises(ConflictError):
+            resume(walk_from)

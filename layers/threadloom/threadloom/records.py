@@ -163,6 +163,8 @@ class HistorySlice:
 
     entries: list[HistoryEntry]
     path_length: int
+    next_anchor: tuple[int, str] | None = None
+    """(seq, id) of an ancestor the next page's walk can start from (storage.history_pages), if any."""
 
 
 __all__ = [

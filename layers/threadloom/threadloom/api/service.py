@@ -268,13 +268,14 @@ def history(
 
     The cursor pins the leaf of the first page and keys the next page on the stored depth where it
     continues (plus the message it continues after, to notice a tree changed under it), so a page
-    costs a page on SQL storage, not the whole path. ``total`` is counted once, on the first page.
+    costs a page on SQL storage, not the whole path; it may also carry the ancestor where the next
+    page's walk starts (a shortcut storage checks). ``total`` is counted once, on the first page.
     """
     session = require_session(manager, session_id)
     size = page_size(limit, limits)
-    start, after_id, total = 0, None, None
+    start, after_id, total, walk_from = 0, None, None, None
     if cursor:
-        leaf_id, start, after_id, total = _history_cursor(cursor)
+        leaf_id, start, after_id, total, walk_from = _history_cursor(cursor)
     storage: Any = session.storage
     if leaf_id is None:
         latest = getattr(storage, "get_latest_leaf_id", None)
@@ -286,7 +287,10 @@ def history(
     read_page = getattr(storage, "get_history_page", None)
     try:
         if callable(read_page):
-            page: HistorySlice = read_page(leaf_id, start=start, limit=size, max_bytes=budget, after_id=after_id)
+            shortcut = {"walk_from": walk_from} if walk_from is not None else {}
+            page: HistorySlice = read_page(
+                leaf_id, start=start, limit=size, max_bytes=budget, after_id=after_id, **shortcut
+            )
             if total is None:
                 total = int(storage.count_history(leaf_id))
         else:
@@ -303,27 +307,42 @@ def history(
     next_cursor = None
     if entries and entries[-1].next_depth < page.path_length:
         last = entries[-1]
-        next_cursor = encode_cursor({"l": leaf_id, "d": last.next_depth, "a": last.last_id, "t": total})
+        state: dict[str, Any] = {"l": leaf_id, "d": last.next_depth, "a": last.last_id, "t": total}
+        if page.next_anchor is not None:
+            state["j"] = list(page.next_anchor)
+        next_cursor = encode_cursor(state)
     # Stored messages were validated when written: skip re-validating a page of them (a third of its cost).
     return HistoryPage.model_construct(
         messages=[entry.message for entry in entries], leaf_id=leaf_id, total=total, next_cursor=next_cursor
     )
 
 
-def _history_cursor(cursor: str) -> tuple[str, int, str | None, int]:
-    """The leaf, start depth, message continued after and total a history cursor carries."""
+def _history_cursor(cursor: str) -> tuple[str, int, str | None, int, tuple[int, str] | None]:
+    """The leaf, start depth, message continued after, total and walk anchor a history cursor carries."""
     state = decode_cursor(cursor)
     leaf_id, start, after_id, total = state.get("l"), state.get("d"), state.get("a"), state.get("t")
+    anchor = state.get("j")
     valid = (
         isinstance(leaf_id, str)
         and leaf_id != ""
         and _is_count(start)
         and _is_count(total)
         and (isinstance(after_id, str) if start else after_id is None)
+        and (
+            anchor is None
+            or (
+                isinstance(anchor, list)
+                and len(anchor) == 2
+                and _is_count(anchor[0])
+                and anchor[0] < 2**63  # a seq is a BIGINT
+                and isinstance(anchor[1], str)
+            )
+        )
     )
     if not valid:
         raise ValidationError("Invalid cursor")
-    return leaf_id, start, after_id, total  # type: ignore[return-value]
+    walk_from = (anchor[0], anchor[1]) if isinstance(anchor, list) else None
+    return leaf_id, start, after_id, total, walk_from  # type: ignore[return-value]
 
 
 def _is_count(value: object) -> bool:

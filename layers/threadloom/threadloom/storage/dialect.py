@@ -51,8 +51,12 @@ class SqlDialect:
     subtree: ClassVar[str]
     # One history page (threadloom.storage.history_pages): the rows at depths :first..:last of
     # :leaf's path as (depth, id, bytes, content), reached through the jump pointers, in any order,
-    # with the content only while the running bytes stay within :budget, and a row (-1, leaf id,
-    # leaf depth, NULL) when the leaf exists; then (depth, id, content)
+    # with the content only while the running bytes stay within :budget; a row (-1, leaf id, leaf
+    # depth, NULL) when the leaf exists; a row (-2, id, seq, NULL) for the shallowest ancestor the
+    # walk passed at depth :hint or deeper (not the leaf), from where the next page can start; the
+    # walk itself starts at (:anchor_seq, :anchor_id) when that row exists at depth :last or deeper.
+    # With :overlays, PostgreSQL adds (-3, NULL, NULL, the overlays as a JSON array) when there are
+    # any (SQLite's reader reads them in the same transaction). Then (depth, id, content)
     # of the rows from :start up to depth :first (contents the budget left out but a page needs).
     history_page_rows: ClassVar[str]
     history_page_contents: ClassVar[str]

@@ -16,10 +16,21 @@ after it, then resumes after that end. A page always begins at a position that s
 after the last item of the previous page), so resuming the scan there gives exactly the items of
 the full read. An overlay that starts on the page and ends beyond it is checked with one more
 walk: is its end the path's row at that depth?
+
+Anchors: the walk of a page passes the ancestors at every multiple of ``JUMP_SPAN`` between the
+leaf and the page. The reader returns the one where the next page's walk would start anyway
+(:attr:`HistoryPageReader.next_anchor`, its seq and id) and a cursor hands it back, so the next
+page starts there instead of at the leaf: O(page) rather than O(page + path / JUMP_SPAN). It is
+only a shortcut: the walk starts there only while that row exists with that seq and id at the
+page's last depth or deeper, and since writers never detach a message from its ancestors (a delete
+moves the children to the nearest survivor) nor reuse a seq, such a row is still on the leaf's
+path. Anything else walks from the leaf, as without it, and a changed path is still a
+:class:`ConflictError` through ``after_id``.
 """
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 from threadloom.compaction.markers import now_iso
@@ -36,6 +47,8 @@ if TYPE_CHECKING:
 _Row = tuple[int, str, int, str | None]
 """A path row: (depth, id, bytes of the stored message, the stored message when the read brought it)."""
 _Planned = tuple[_Row | None, HistoryEntry | None]
+Anchor = tuple[int, str]
+"""An ancestor of the leaf a page walk can start from: (seq, id)."""
 """An item decided on ids: a row whose content is still to read, or a finished summary entry."""
 
 
@@ -43,6 +56,8 @@ class HistoryPageReader:
     """Reads pages of one leaf's history with ``tx`` (a read transaction, or one statement at a time).
 
     ``leaf_depth`` may be None: the first page read learns it (one statement less per page).
+    ``compactions`` may be None where the dialect's page statement brings them (PostgreSQL: one
+    round trip per page instead of two).
     """
 
     def __init__(
@@ -53,7 +68,7 @@ class HistoryPageReader:
         *,
         leaf_id: str,
         leaf_depth: int | None,
-        compactions: list[StoredCompaction],
+        compactions: list[StoredCompaction] | None,
     ) -> None:
         self._tx = tx
         self._sql = sql
@@ -61,17 +76,25 @@ class HistoryPageReader:
         self._leaf_id = leaf_id
         self._leaf_depth = leaf_depth
         self._by_start: dict[str, list[StoredCompaction]] = {}
-        for compaction in compactions:
+        self._overlays_known = compactions is not None
+        for compaction in compactions or ():
             self._by_start.setdefault(compaction.from_message_id, []).append(compaction)
         self._on_path: dict[str, int | None] = {}
         self._created_at: str | None = None
+        self._anchor: Anchor | None = None
+        self.next_anchor: Anchor | None = None
+        """Where the walk of the page after the one just read can start (None: from the leaf)."""
 
-    def read(self, start: int, *, limit: int, max_bytes: int, after_id: str | None) -> list[HistoryEntry]:
+    def read(
+        self, start: int, *, limit: int, max_bytes: int, after_id: str | None, walk_from: Anchor | None = None
+    ) -> list[HistoryEntry]:
         """Up to ``limit`` items from raw depth ``start`` within ``max_bytes`` (never fewer than one).
 
         ``after_id`` is the row the previous page ended on (at ``start - 1``): when it is no longer
-        there the tree changed under the cursor, which is a :class:`ConflictError`.
+        there the tree changed under the cursor, which is a :class:`ConflictError`. ``walk_from`` is
+        the previous page's :attr:`next_anchor` (a shortcut, checked by the statement).
         """
+        self._anchor = walk_from
         entries: list[HistoryEntry] = []
         used = 0
         depth = start
@@ -82,7 +105,8 @@ class HistoryPageReader:
             last = depth + limit - len(entries) - 1
             if self._leaf_depth is not None:
                 last = min(last, self._leaf_depth)
-            rows = self._rows(depth - 1 if anchor is not None else depth, last, budget=max_bytes - used)
+            first = depth - 1 if anchor is not None else depth
+            rows = self._rows(first, last, budget=max_bytes - used, hint=last + limit)
             if self._leaf_depth is None:
                 raise NotFoundError(f"Message {self._leaf_id!r} not found in session {self._session_id!r}")
             last = min(last, self._leaf_depth)
@@ -235,18 +259,45 @@ class HistoryPageReader:
         self._on_path[message_id] = depth
         return depth
 
-    def _rows(self, first: int, last: int, *, budget: int) -> list[_Row]:
+    def _rows(self, first: int, last: int, *, budget: int, hint: int | None = None) -> list[_Row]:
+        """The path's rows at depths ``first..last``; learns the leaf depth, the overlays and the next anchor."""
+        anchor = self._anchor or (None, None)
         found = self._tx.query(
             self._sql.history_page_rows,
-            {"sid": self._session_id, "leaf": self._leaf_id, "first": first, "last": last, "budget": budget},
+            {
+                "sid": self._session_id,
+                "leaf": self._leaf_id,
+                "first": first,
+                "last": last,
+                "budget": budget,
+                "anchor_seq": anchor[0],
+                "anchor_id": anchor[1],
+                "hint": hint,
+                "overlays": not self._overlays_known,
+            },
         )
         rows: list[_Row] = []
+        if hint is not None:
+            self.next_anchor = None
         for depth, message_id, size, content in found:
-            if int(depth) < 0:  # the leaf's own row: its depth
+            if depth >= 0:
+                rows.append((depth, message_id, size or 0, content))
+            elif depth == -1:  # the leaf's own row: its depth
                 self._leaf_depth = int(size)
+            elif depth == -2:
+                self.next_anchor = (int(size), str(message_id))
             else:
-                rows.append((int(depth), str(message_id), int(size or 0), content))
-        return sorted(rows)
+                self._learn_overlays(str(content))
+        self._overlays_known = True
+        rows.sort()
+        return rows
+
+    def _learn_overlays(self, content: str) -> None:
+        for item in json.loads(content):
+            compaction = StoredCompaction(
+                id=item[0], summary=item[1], from_message_id=item[2], to_message_id=item[3], created_at=item[4]
+            )
+            self._by_start.setdefault(compaction.from_message_id, []).append(compaction)
 
     @property
     def path_length(self) -> int:

@@ -88,20 +88,27 @@ class SqlSessionProvider:
             return self._history(tx, leaf_id)
 
     def get_history_page(
-        self, leaf_id: str, *, start: int = 0, limit: int, max_bytes: int, after_id: str | None = None
+        self,
+        leaf_id: str,
+        *,
+        start: int = 0,
+        limit: int,
+        max_bytes: int,
+        after_id: str | None = None,
+        walk_from: tuple[int, str] | None = None,
     ) -> HistorySlice:
         """The items of ``get_history(leaf_id)`` from raw depth ``start``: at most ``limit`` and ``max_bytes``.
 
         Costs O(page), not O(path) (see :mod:`threadloom.storage.history_pages`). ``after_id`` is the
         message the previous page ended on; :class:`ConflictError` when it moved, :class:`NotFoundError`
-        when the leaf is gone.
+        when the leaf is gone. ``walk_from`` is the previous page's ``next_anchor`` (a checked shortcut).
         """
         with self._database.read() as tx:
             reader = HistoryPageReader(
                 tx, self._sql, self.session_id, leaf_id=leaf_id, leaf_depth=None, compactions=self._compactions(tx)
             )
-            entries = reader.read(start, limit=limit, max_bytes=max_bytes, after_id=after_id)
-        return HistorySlice(entries=entries, path_length=reader.path_length)
+            entries = reader.read(start, limit=limit, max_bytes=max_bytes, after_id=after_id, walk_from=walk_from)
+        return HistorySlice(entries=entries, path_length=reader.path_length, next_anchor=reader.next_anchor)
 
     def count_history(self, leaf_id: str) -> int:
         """``len(get_history(leaf_id))`` without reading the history: the path length minus what overlays hide."""

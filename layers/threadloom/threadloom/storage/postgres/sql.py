@@ -167,30 +167,13 @@ class PostgresSql(SqlDialect):
         " ON m.session_id = :sid AND m.parent_id = s.id"
         ") SELECT id, parent_id, tokens FROM sub ORDER BY level"
     )
+    # Migration 0007: the statement of SQLite's history_page_rows with a plan kept per connection, and
+    # the session's overlays in the same round trip (the page needs them).
     history_page_rows = (
-        "WITH RECURSIVE down(id, jump, depth) AS ("
-        " SELECT id, jump, depth FROM threadloom_messages WHERE session_id = :sid AND id = :leaf"
-        " UNION ALL"
-        " SELECT m.id, m.jump, m.depth FROM threadloom_messages m JOIN down d"
-        " ON m.session_id = :sid AND m.seq = d.jump"
-        f" WHERE d.depth > :last AND ((d.depth - 1) / {JUMP_SPAN}) * {JUMP_SPAN} >= :last"
-        "), near(id, parent_id, depth) AS ("
-        " SELECT m.id, m.parent_id, m.depth FROM threadloom_messages m"
-        " WHERE m.session_id = :sid AND m.id = (SELECT id FROM down WHERE depth = (SELECT MIN(depth) FROM down))"
-        " UNION ALL"
-        " SELECT m.id, m.parent_id, m.depth FROM threadloom_messages m JOIN near n"
-        " ON m.session_id = :sid AND m.id = n.parent_id WHERE n.depth > :last"
-        "), page(id, parent_id, depth, content) AS ("
-        " SELECT m.id, m.parent_id, m.depth, m.content FROM threadloom_messages m"
-        " WHERE m.session_id = :sid AND m.id = (SELECT id FROM near WHERE depth = (SELECT MIN(depth) FROM near))"
-        " UNION ALL"
-        " SELECT m.id, m.parent_id, m.depth, m.content FROM threadloom_messages m JOIN page p"
-        " ON m.session_id = :sid AND m.id = p.parent_id WHERE p.depth > :first"
-        ") SELECT depth, id, size, content FROM ("
-        " SELECT depth, id, size, CASE WHEN SUM(size + 1) OVER (ORDER BY depth) <= :budget THEN content END AS content"
-        " FROM (SELECT depth, id, octet_length(content) AS size, content FROM page"
-        " WHERE depth >= :first AND depth <= :last) AS found) AS rows"
-        " UNION ALL SELECT -1, id, depth, NULL FROM down WHERE depth = (SELECT MAX(depth) FROM down)"
+        "SELECT out_depth, out_id, out_size, out_content FROM threadloom_history_page("
+        "CAST(:sid AS text), CAST(:leaf AS text), CAST(:first AS bigint), CAST(:last AS bigint), "
+        "CAST(:budget AS bigint), CAST(:anchor_seq AS bigint), CAST(:anchor_id AS text), CAST(:hint AS bigint), "
+        "CAST(:overlays AS boolean))"
     )
     history_page_contents = (
         "WITH RECURSIVE page(id, parent_id, depth, content) AS ("

@@ -95,19 +95,30 @@ class PostgresSessionProvider(SqlSessionProvider):
         return apply_compactions(messages, compactions) if compactions else messages
 
     def get_history_page(
-        self, leaf_id: str, *, start: int = 0, limit: int, max_bytes: int, after_id: str | None = None
+        self,
+        leaf_id: str,
+        *,
+        start: int = 0,
+        limit: int,
+        max_bytes: int,
+        after_id: str | None = None,
+        walk_from: tuple[int, str] | None = None,
     ) -> HistorySlice:
-        """As on SQLite, in two statements outside a transaction (the overlays, then the page)."""
+        """As on SQLite, in one call of ``threadloom_history_page`` (0007) that also brings the overlays.
+
+        Outside a transaction: one round trip for a page, unless an overlay crosses its edge or the
+        byte budget left contents out (one more statement each).
+        """
         reader = HistoryPageReader(
             _OneStatementReads(self._database),
             PostgresSql,
             self.session_id,
             leaf_id=leaf_id,
             leaf_depth=None,
-            compactions=self.get_compactions(),
+            compactions=None,
         )
-        entries = reader.read(start, limit=limit, max_bytes=max_bytes, after_id=after_id)
-        return HistorySlice(entries=entries, path_length=reader.path_length)
+        entries = reader.read(start, limit=limit, max_bytes=max_bytes, after_id=after_id, walk_from=walk_from)
+        return HistorySlice(entries=entries, path_length=reader.path_length, next_anchor=reader.next_anchor)
 
     def get_raw_path(self, leaf_id: str | None = None) -> list[Message]:
         rows = self._one_read(PostgresSql.raw_path, leaf=leaf_id)

@@ -164,10 +164,12 @@ class SqliteSql(SqlDialect):
         ") SELECT id, parent_id, tokens FROM sub ORDER BY level"
     )
     history_page_rows = (
-        "WITH RECURSIVE down(id, jump, depth) AS ("
-        " SELECT id, jump, depth FROM threadloom_messages WHERE session_id = :sid AND id = :leaf"
+        "WITH RECURSIVE down(id, seq, jump, depth) AS ("
+        " SELECT id, seq, jump, depth FROM threadloom_messages WHERE session_id = :sid AND id = COALESCE("
+        "(SELECT a.id FROM threadloom_messages a WHERE a.session_id = :sid AND a.seq = :anchor_seq"
+        " AND a.id = :anchor_id AND a.depth >= :last), :leaf)"
         " UNION ALL"
-        " SELECT m.id, m.jump, m.depth FROM threadloom_messages m JOIN down d"
+        " SELECT m.id, m.seq, m.jump, m.depth FROM threadloom_messages m JOIN down d"
         " ON m.session_id = :sid AND m.seq = d.jump"
         f" WHERE d.depth > :last AND ((d.depth - 1) / {JUMP_SPAN}) * {JUMP_SPAN} >= :last"
         "), near(id, parent_id, depth) AS ("
@@ -186,7 +188,9 @@ class SqliteSql(SqlDialect):
         " SELECT depth, id, size, CASE WHEN SUM(size + 1) OVER (ORDER BY depth) <= :budget THEN content END AS content"
         " FROM (SELECT depth, id, length(CAST(content AS BLOB)) AS size, content FROM page"
         " WHERE depth >= :first AND depth <= :last) AS found) AS rows"
-        " UNION ALL SELECT -1, id, depth, NULL FROM down WHERE depth = (SELECT MAX(depth) FROM down)"
+        " UNION ALL SELECT -1, id, depth, NULL FROM threadloom_messages WHERE session_id = :sid AND id = :leaf"
+        " UNION ALL SELECT -2, id, seq, NULL FROM ("
+        "SELECT id, seq FROM down WHERE depth >= :hint AND id <> :leaf ORDER BY depth LIMIT 1)"
     )
     history_page_contents = (
         "WITH RECURSIVE page(id, parent_id, depth, content) AS ("
