@@ -128,10 +128,21 @@ def test_bad_cursors_are_400_and_a_stale_one_a_clear_4xx(runtime: Runtime) -> No
         encode_cursor({**state, "a": None}),
         encode_cursor({**state, "t": -3}),
         encode_cursor({key: value for key, value in state.items() if key != "l"}),
+        encode_cursor({**state, "j": [1]}),
+        encode_cursor({**state, "j": ["1", "m3"]}),
+        encode_cursor({**state, "j": [-1, "m3"]}),
+        encode_cursor({**state, "j": [True, "m3"]}),
+        encode_cursor({**state, "j": [2**63, "m3"]}),
+        encode_cursor({**state, "j": [3, None]}),
+        encode_cursor({**state, "j": {"s": 3}}),
     ]
     for bad in tampered:
         status, _, body = get(path, cursor=bad)
         assert status == 400 and body["error"]["message"] == "Invalid cursor", bad
+    # A walk anchor that is no row of the session (or not at or below the page) is only not used
+    for anchor in ([3, "m3"], [999, "m4"], [1, "m1"]):
+        status, _, body = get(path, limit="2", cursor=encode_cursor({**state, "j": anchor}))
+        assert status == 200 and [m["id"] for m in body["messages"]] == ["m3", "m4"], anchor
     status, _, body = get(path, cursor=encode_cursor({**state, "d": 10**9}))
     assert status == 409 and "without a cursor" in body["error"]["message"]
     status, _, body = get(path, cursor=encode_cursor({**state, "a": "m3"}))

@@ -83,3 +83,23 @@ def test_an_append_with_events_and_the_compaction_check_is_one_round_trip(runtim
         result = session.append_message(text_message("second"))
     assert result.inserted and events
     assert len(sent) == 1, sent
+
+
+def test_a_history_page_is_one_round_trip_after_the_session_check(runtime: Runtime) -> None:
+    from threadloom.api import service
+    from threadloom.api.paging import decode_cursor
+
+    manager = runtime.manager("tenant")
+    session_id = manager.create("long").id
+    messages = [text_message(f"m{index}", f"line {index}") for index in range(700)]
+    manager.append_all(session_id, messages)
+    manager.add_compaction(session_id, "a summary", "m10", "m20")  # overlays come with the page
+    limits = runtime.limits
+    first = service.history(manager, session_id, limits, leaf_id=None, limit=200, cursor=None)
+    assert first.next_cursor is not None and "j" in decode_cursor(first.next_cursor)  # where the next walk starts
+    with RoundTrips().counting() as sent:
+        page = service.history(manager, session_id, limits, leaf_id=None, limit=200, cursor=first.next_cursor)
+    assert len(page.messages) == 200
+    # The session check, then the page with its overlays (the walk starts at the anchor the cursor carries)
+    assert len(sent) == 2, sent
+    assert "out_depth" in sent[1], sent  # threadloom_history_page
