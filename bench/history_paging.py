@@ -80,15 +80,20 @@ def all_pages_through_the_handler() -> int:
 
 
 def all_pages_from_storage(storage: Any, leaf: str) -> int:
-    """The same pages read from storage directly (no handler), to tell storage cost from request cost."""
-    count, start, after = 0, 0, None
+    """The same pages read from storage directly (no handler), to tell storage cost from request cost.
+
+    Each page hands the next its walk anchor, as the handler's cursor does.
+    """
+    count, start, after, anchor = 0, 0, None, None
     while True:
-        page = storage.get_history_page(leaf, start=start, limit=PAGE, max_bytes=5 * 2**20, after_id=after)
+        page = storage.get_history_page(
+            leaf, start=start, limit=PAGE, max_bytes=5 * 2**20, after_id=after, walk_from=anchor
+        )
         count += len(page.entries)
         last = page.entries[-1]
         if last.next_depth >= page.path_length:
             return count
-        start, after = last.next_depth, last.last_id
+        start, after, anchor = last.next_depth, last.last_id, page.next_anchor
 
 
 def median_ms(action: Any, repeats: int) -> float:
