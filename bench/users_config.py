@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
 SAMPLES = 400
 OPEN_SAMPLES = 40
+PAGING_SAMPLES = 9
 HISTORY = 10_000
 PAGE = 200
 TEXT = "The quick brown fox jumps over the lazy dog while the agent takes careful notes. "
@@ -165,7 +166,7 @@ def paging(users: Users, backend: str) -> bool:
     for start in range(0, HISTORY, 1_000):
         seed.append_messages([message(f"h{i}") for i in range(start, start + 1_000)])
     one, pages = [], []
-    for _ in range(5):
+    for _ in range(PAGING_SAMPLES):
         one.append(timed(lambda: users.manager.get_history(session_id)))
 
         def all_pages() -> None:
