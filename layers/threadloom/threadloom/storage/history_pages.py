@@ -47,9 +47,9 @@ if TYPE_CHECKING:
 _Row = tuple[int, str, int, str | None]
 """A path row: (depth, id, bytes of the stored message, the stored message when the read brought it)."""
 _Planned = tuple[_Row | None, HistoryEntry | None]
+"""An item decided on ids: a row whose content is still to read, or a finished summary entry."""
 Anchor = tuple[int, str]
 """An ancestor of the leaf a page walk can start from: (seq, id)."""
-"""An item decided on ids: a row whose content is still to read, or a finished summary entry."""
 
 
 class HistoryPageReader:
