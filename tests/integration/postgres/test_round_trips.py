@@ -60,9 +60,11 @@ def test_opening_a_new_session_reads_its_blocks_in_one_round_trip_and_stores_the
     with RoundTrips().counting() as sent:
         prompt = manager.get_session(session_id).freeze_system_prompt()
     assert prompt
-    # The loaded skills, the stored prompt (absent), the blocks of the default profile that live in the
-    # database read together (memory, knowledge, session history), then the prompt stored; no BEGIN/COMMIT
-    assert len(sent) == 4, sent
+    # The stored prompt (absent), the blocks of the default profile that live in the database read
+    # together (memory, knowledge, session history), then the prompt stored; no BEGIN/COMMIT, and not
+    # the loaded skills (read on first use: the prompt does not show them)
+    assert len(sent) == 3, sent
+    assert not [statement for statement in sent if "loaded_skills" in statement], sent
     together = [statement for statement in sent if statement.startswith("TOGETHER")]
     assert len(together) == 1 and together[0].count("|") == 2, sent
     assert not [statement for statement in sent if statement.startswith(("START", "COMMIT"))], sent
@@ -103,3 +105,20 @@ def test_a_history_page_is_one_round_trip_after_the_session_check(runtime: Runti
     # The session check, then the page with its overlays (the walk starts at the anchor the cursor carries)
     assert len(sent) == 2, sent
     assert "out_depth" in sent[1], sent  # threadloom_history_page
+
+
+def test_the_loaded_skills_are_read_once_when_first_needed(runtime: Runtime) -> None:
+    # Given a session whose loaded skills were saved by an earlier request
+    manager = runtime.manager("tenant")
+    session_id = manager.create("skills").id
+    runtime.store.skill_state(session_id).save({"skills:pirate"})
+    # When a new request appends, then asks for its loaded skills twice
+    session = manager.get_session(session_id)
+    with RoundTrips().counting() as sent:
+        session.append_message(text_message("m1"))
+    assert not [statement for statement in sent if "loaded_skills" in statement], sent
+    with RoundTrips().counting() as sent:
+        assert session.get_loaded_skill_keys() == {"skills:pirate"}
+        assert session.get_loaded_skill_keys() == {"skills:pirate"}
+    # Then they were read once, on first use
+    assert len([statement for statement in sent if "loaded_skills" in statement]) == 1, sent

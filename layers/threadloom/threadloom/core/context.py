@@ -126,6 +126,7 @@ class ContextBlocks:
         *,
         on_unload: UnloadCallback | None = None,
         on_loaded_skills_changed: LoadedSkillsListener | None = None,
+        loaded_skills: Callable[[], Iterable[str]] | None = None,
         limits: Limits = DEFAULT_LIMITS,
     ) -> None:
         self._configs: list[ContextConfig] = list(configs)
@@ -140,9 +141,23 @@ class ContextBlocks:
         self._snapshot: str | None = None
         #: The stored frozen prompt as last read or written here (the estimate reuses it).
         self._frozen: str | None = None
+        # Where the persisted loaded-skill ids come from: read on first use, since most requests
+        # (an append, a history page, the prompt) never look at them (a round trip on PostgreSQL).
+        self._read_loaded_skills = loaded_skills
         # A dict rather than a set: iteration follows insertion order, as a JS Set does,
         # so the unload_context description lists skills in the order they were loaded.
-        self._loaded_skills: dict[str, None] = {}
+        self._loaded_skill_ids: dict[str, None] | None = None if loaded_skills is not None else {}
+
+    @property
+    def _loaded_skills(self) -> dict[str, None]:
+        if self._loaded_skill_ids is None:
+            read, self._read_loaded_skills = self._read_loaded_skills, None
+            self._loaded_skill_ids = dict.fromkeys(read() if read is not None else ())
+        return self._loaded_skill_ids
+
+    @_loaded_skills.setter
+    def _loaded_skills(self, ids: dict[str, None]) -> None:
+        self._loaded_skill_ids = ids
 
     # -- configuration and loading ------------------------------------------------------------
 

@@ -211,11 +211,10 @@ class Session:
             prompt_store,
             on_unload=self._reclaim_skill,
             on_loaded_skills_changed=self._persist_loaded_skills,
+            loaded_skills=self._skill_state.load if self._skill_state is not None else None,
             limits=self.limits,
         )
         self._ready = True
-        if self._skill_state is not None:
-            self._blocks.restore_loaded_skills(self._skill_state.load(), notify=False)
 
     @property
     def storage(self) -> SessionProvider:
