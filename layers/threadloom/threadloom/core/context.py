@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast
+from typing import TYPE_CHECKING, Final, TypeAlias, cast
 
 from threadloom.core.limits import DEFAULT_LIMITS, Limits, check_text
 from threadloom.core.prompt import render_prompt
@@ -19,7 +19,7 @@ from threadloom.records import ContextBlock
 from threadloom.tokens import estimate_string_tokens
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Sequence
+    from collections.abc import Iterable
 
     from threadloom.providers.protocols import (
         ContextProvider,
@@ -56,36 +56,26 @@ def _read_together(configs: list[ContextConfig]) -> dict[int, str | None]:
     (before their read is planned, as ``get`` would be); the others are read one by one as before.
     """
     reads: dict[int, BlockRead] = {}
+    known: dict[int, str | None] = {}
     for index, config in enumerate(configs):
-        plan = getattr(config.provider, "block_read", None) if config.provider is not None else None
+        provider = config.provider
+        plan = getattr(provider, "block_read", None) if provider is not None else None
         if callable(plan):
             _init(config)
             read = plan()
             if isinstance(read, BlockRead):
                 reads[index] = read
-            else:  # it declined: read it through get() now, as it is already init-ed
-                reads[index] = BlockRead(_GetChannel(), config.provider, _as_returned)
+            else:  # it declined: read it now through get(), as it is already init-ed
+                known[index] = cast("ContextProvider", provider).get()
     by_channel: dict[int, list[int]] = {}
     for index, read in reads.items():
         by_channel.setdefault(id(read.channel), []).append(index)
-    known: dict[int, str | None] = {}
     for indexes in by_channel.values():
         channel = reads[indexes[0]].channel
         answers = channel.read_together([reads[index].statement for index in indexes])
         for index, answer in zip(indexes, answers, strict=True):
             known[index] = reads[index].finish(answer)
     return known
-
-
-class _GetChannel:
-    """The channel of a provider that declined to plan its read: its own ``get()``."""
-
-    def read_together(self, statements: Sequence[Any]) -> list[Any]:
-        return [provider.get() for provider in statements]
-
-
-def _as_returned(answer: Any) -> str | None:
-    return cast("str | None", answer)
 
 
 @dataclass(frozen=True, slots=True)
