@@ -55,7 +55,7 @@ class SqlPromptStore(SqlContextProvider):
         second read only when another freeze won.
         """
         values = {"key": self.key, "sid": self.session_id, "content": content, "now": utc_now()}
-        if self._database.execute_once(self._sql.insert_block_if_absent, values):
+        if self._database.execute_once(self._sql.insert_prompt_if_absent, values):
             return content
         rows = self._database.query_once(self._sql.get_block, {"key": self.key})
         return str(rows[0][0]) if rows else content

@@ -83,7 +83,7 @@ class SqlDialect:
     # Context blocks and prompt store.
     get_block: ClassVar[str]
     upsert_block: ClassVar[str]
-    insert_block_if_absent: ClassVar[str]
+    insert_prompt_if_absent: ClassVar[str]
     delete_block: ClassVar[str]
     delete_session_blocks: ClassVar[str]
 

@@ -124,15 +124,10 @@ def _payload(
     Everything is encoded before anything is sent: a value pg8000 cannot encode fails here.
     """
     encoding = connection._client_encoding
-    payload = bytearray()
-    if timeouts is not None:
-        payload += _parse(TIMEOUTS_SQL, encoding)
-        payload += _bind([value.encode(encoding) for value in timeouts])
-        payload += EXECUTE_MSG
+    payload = bytearray(_timeouts_messages(timeouts, encoding) if timeouts is not None else b"")
     for sql, params in statements:
         statement, make_values = compiled(sql)
-        payload += _parse(statement, encoding)
-        payload += _message(_DESCRIBE, _STATEMENT + _UNNAMED)
+        payload += _parse_and_describe(statement, encoding)
         values = make_params(connection.py_types, make_values(params))
         payload += _bind([None if value is None else value.encode(encoding) for value in values])
         payload += EXECUTE_MSG
@@ -157,6 +152,18 @@ def _message(code: bytes, data: bytes | bytearray) -> bytes:
 
 def _parse(statement: str, encoding: str) -> bytes:
     return _message(PARSE, _UNNAMED + statement.encode(encoding) + NULL_BYTE + (0).to_bytes(2, "big"))
+
+
+@lru_cache(maxsize=512)
+def _parse_and_describe(statement: str, encoding: str) -> bytes:
+    """A statement's Parse and Describe never change: encoded once, not on every call."""
+    return _parse(statement, encoding) + _message(_DESCRIBE, _STATEMENT + _UNNAMED)
+
+
+@lru_cache(maxsize=16)
+def _timeouts_messages(timeouts: tuple[str, str], encoding: str) -> bytes:
+    """The timeouts statement's messages; a database's timeouts are fixed, so this is encoded once."""
+    return _parse(TIMEOUTS_SQL, encoding) + _bind([value.encode(encoding) for value in timeouts]) + EXECUTE_MSG
 
 
 def _bind(values: list[bytes | None]) -> bytes:

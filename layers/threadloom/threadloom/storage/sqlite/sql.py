@@ -257,7 +257,7 @@ class SqliteSql(SqlDialect):
         "VALUES (:key, :sid, :content, :now) "
         "ON CONFLICT (key) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at"
     )
-    insert_block_if_absent = (
+    insert_prompt_if_absent = (
         "INSERT INTO threadloom_context_blocks (key, session_id, content, updated_at) "
         "VALUES (:key, :sid, :content, :now) ON CONFLICT (key) DO NOTHING RETURNING content"
     )
