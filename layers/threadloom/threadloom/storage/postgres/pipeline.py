@@ -163,7 +163,8 @@ def _parse_and_describe(statement: str, encoding: str) -> bytes:
 @lru_cache(maxsize=16)
 def _timeouts_messages(timeouts: tuple[str, str], encoding: str) -> bytes:
     """The timeouts statement's messages; a database's timeouts are fixed, so this is encoded once."""
-    return _parse(TIMEOUTS_SQL, encoding) + _bind([value.encode(encoding) for value in timeouts]) + EXECUTE_MSG
+    execute: bytes = EXECUTE_MSG
+    return _parse(TIMEOUTS_SQL, encoding) + _bind([value.encode(encoding) for value in timeouts]) + execute
 
 
 def _bind(values: list[bytes | None]) -> bytes:
