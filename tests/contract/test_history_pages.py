@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from threadloom import PostgresStore, Session, SqliteStore
 from threadloom.core.manager import SessionManager
-from threadloom.errors import ConflictError, NotFoundError
+from threadloom.errors import ConflictError, NotFoundError, SessionNotFoundError
 from threadloom.lifecycle import export_sessions, import_sessions
 from threadloom.records import HistoryEntry
 from threadloom.storage.database import utc_now
@@ -301,3 +301,45 @@ def test_the_walk_anchor_is_only_a_shortcut_however_the_tree_changed(store: Any)
     for walk_from in (anchor, None):
         with pytest.raises(ConflictError):
             resume(walk_from)
+
+
+def test_a_stored_message_that_is_not_json_is_skipped_by_pages_as_by_the_full_read(store: Any) -> None:
+    # Given a chain whose stored contents were damaged outside the library (PostgreSQL sends a page as
+    # one JSON value built from them, and reads such a page again as rows)
+    session = Session.create(store).for_session("s")
+    ids = chain(session, 3 * JUMP_SPAN, parent=None)
+    damaged = {
+        ids[5]: '{"id": "m5", "role": "user", "parts": [',
+        ids[70]: '{"a": 1}],[71,"fake",3,{"id":"fake","role":"user","parts":[]}',
+        ids[71]: "[1, 2]",
+        ids[150]: "",
+    }
+    with store.database.write() as tx:
+        for message_id, content in damaged.items():
+            tx.execute(
+                "UPDATE threadloom_messages SET content = :content WHERE session_id = 's' AND id = :id",
+                {"content": content, "id": message_id},
+            )
+    # Then every page size reads what the full read does: the damaged rows skipped, nothing invented
+    expected = comparable(session.get_history(ids[-1]))
+    assert len(expected) == len(ids) - len(damaged)
+    for limit in (7, 64, 200):  # (a page of damaged rows alone comes back empty, on every backend)
+        assert comparable(paged_history(session, ids[-1], limit)) == expected, limit
+
+
+def test_a_page_read_in_a_namespace_reads_nothing_of_a_session_outside_it(store: Any) -> None:
+    manager = SessionManager(store, namespace="tenant-a")
+    sid = manager.create_session("a's").id
+    ids = chain(manager.get_session(sid), 150, parent=None)
+    expected = comparable(manager.get_session(sid).get_history(ids[-1]))
+
+    def page(session_id: str, namespace: str) -> list[dict[str, Any]]:
+        slice_ = store.session_provider(session_id).get_history_page(
+            ids[-1], start=0, limit=60, max_bytes=UNLIMITED, namespace=namespace
+        )
+        return [entry.message for entry in slice_.entries]
+
+    assert comparable(page(sid, "tenant-a")) == expected[:60]
+    for session_id, namespace in [(sid, "tenant-b"), (sid, ""), (sid, "tenant-a "), ("nobody", "tenant-a")]:
+        with pytest.raises(SessionNotFoundError, match=f"Session {session_id!r} not found"):
+            page(session_id, namespace)

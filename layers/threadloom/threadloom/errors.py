@@ -23,6 +23,10 @@ class NotFoundError(ThreadloomError, LookupError):
     """A session, message or block that the call needs does not exist."""
 
 
+class SessionNotFoundError(NotFoundError):
+    """The session does not exist in the caller's namespace (a read that checks the tenant itself says so)."""
+
+
 class ConflictError(ThreadloomError):
     """A precondition failed: the leaf moved, or an idempotency key was reused with another body."""
 
@@ -87,6 +91,7 @@ __all__ = [
     "QuotaExceededError",
     "ReadOnlyBlockError",
     "SessionBusyError",
+    "SessionNotFoundError",
     "SkillStoreError",
     "StorageError",
     "StorageTimeoutError",

@@ -215,3 +215,25 @@ def test_guessed_ids_across_tenants_are_not_found(runtime: Runtime) -> None:
     assert call("POST", f"/sessions/{session}/messages", chain, tenant="tenant-b")[0] == 404
     created = call("POST", "/sessions", {"name": "child", "parentSessionId": A_SESSION}, tenant="tenant-b")
     assert created[0] == 404
+
+
+def test_history_pages_of_another_tenant_are_404_with_a_cursor_or_a_leaf_and_read_nothing(runtime: Runtime) -> None:
+    """From the second page on, or with ``leafId``, the page read checks the tenant itself (no registry read)."""
+    status, first = call("GET", f"/sessions/{A_SESSION}/history", query={"limit": "2"}, tenant=A)
+    assert status == 200 and first["nextCursor"]
+    queries = [
+        {"limit": "2", "cursor": first["nextCursor"]},
+        {"leafId": "m5"},
+        {"leafId": "m5", "cursor": first["nextCursor"]},
+        {"cursor": "not-a-cursor"},  # a bad cursor is still a 404 in a session that is not the caller's
+    ]
+    for tenant in ("tenant-b", "user-1234"):
+        for query in queries:
+            status, body = call("GET", f"/sessions/{A_SESSION}/history", query=query, tenant=tenant)
+            assert (status, body["error"]["code"]) == (404, "not_found"), (tenant, query, body)
+            assert SECRET not in json.dumps(body) and "messages" not in body
+            assert body["error"]["message"] == f"Session {A_SESSION!r} not found"
+    for query in queries[:3]:  # a session nobody has
+        status, body = call("GET", "/sessions/s-nobody/history", query=query, tenant=A)
+        assert (status, body["error"]["message"]) == (404, "Session 's-nobody' not found"), body
+    assert call("GET", f"/sessions/{A_SESSION}/history", query=queries[0], tenant=A)[0] == 200

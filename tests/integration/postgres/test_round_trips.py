@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from threadloom.api.runtime import Runtime, Settings
+from threadloom.errors import SessionNotFoundError
 from threadloom.storage.postgres.database import PostgresDatabase
 
 from tests.support.messages import text_message
@@ -87,7 +88,7 @@ def test_an_append_with_events_and_the_compaction_check_is_one_round_trip(runtim
     assert len(sent) == 1, sent
 
 
-def test_a_history_page_is_one_round_trip_after_the_session_check(runtime: Runtime) -> None:
+def test_a_history_page_after_the_first_is_one_round_trip_with_the_session_check(runtime: Runtime) -> None:
     from threadloom.api import service
     from threadloom.api.paging import decode_cursor
 
@@ -102,9 +103,15 @@ def test_a_history_page_is_one_round_trip_after_the_session_check(runtime: Runti
     with RoundTrips().counting() as sent:
         page = service.history(manager, session_id, limits, leaf_id=None, limit=200, cursor=first.next_cursor)
     assert len(page.messages) == 200
-    # The session check, then the page with its overlays (the walk starts at the anchor the cursor carries)
-    assert len(sent) == 2, sent
-    assert "out_depth" in sent[1], sent  # threadloom_history_page
+    # One statement: the page, its overlays and the tenant check (the walk starts at the anchor the cursor carries)
+    assert len(sent) == 1, sent
+    assert "out_depth" in sent[0], sent  # threadloom_history_page_in
+    # Another tenant's session: the same one statement, and a 404 with nothing read
+    other = runtime.manager("other-tenant")
+    with RoundTrips().counting() as sent, pytest.raises(SessionNotFoundError, match="not found"):
+        service.history(other, session_id, limits, leaf_id=None, limit=200, cursor=first.next_cursor)
+    assert len(sent) == 1, sent
+    assert session_id not in other._sessions  # no Session was built for it either
 
 
 def test_the_loaded_skills_are_read_once_when_first_needed(runtime: Runtime) -> None:

@@ -42,7 +42,7 @@ from threadloom.compaction.queue import CompactionRequest
 from threadloom.compaction.tracking import TrackedCompactionQueue
 from threadloom.core.branch_points import branch_points as find_branch_points
 from threadloom.core.prompt import render_prompt
-from threadloom.errors import ConflictError, NotFoundError, ValidationError
+from threadloom.errors import ConflictError, NotFoundError, SessionNotFoundError, ValidationError
 from threadloom.live.status import status_report
 from threadloom.records import OMITTED, HistoryEntry, HistorySlice
 from threadloom.tokens import estimate_message_tokens, estimate_string_tokens
@@ -270,14 +270,25 @@ def history(
     continues (plus the message it continues after, to notice a tree changed under it), so a page
     costs a page on SQL storage, not the whole path; it may also carry the ancestor where the next
     page's walk starts (a shortcut storage checks). ``total`` is counted once, on the first page.
+
+    With the leaf known (a cursor, or ``leaf_id``) on SQL storage, the page read itself checks the
+    session's tenant (in its statement on PostgreSQL): no registry read of its own.
     """
-    session = require_session(manager, session_id)
     size = page_size(limit, limits)
     start, after_id, total, walk_from = 0, None, None, None
     if cursor:
-        leaf_id, start, after_id, total, walk_from = _history_cursor(cursor)
-    storage: Any = session.storage
+        try:
+            leaf_id, start, after_id, total, walk_from = _history_cursor(cursor)
+        except ValidationError:
+            require_session(manager, session_id)  # another tenant's session is a 404 whatever the cursor
+            raise
+    storage: Any = _tenant_checked_pages(manager, session_id) if leaf_id is not None else None
+    session: Session | None = None
+    if storage is None:
+        session = require_session(manager, session_id)
+        storage = session.storage
     if leaf_id is None:
+        assert session is not None
         latest = getattr(storage, "get_latest_leaf_id", None)
         leaf = session.get_latest_leaf() if not callable(latest) else None
         leaf_id = latest() if callable(latest) else (leaf.get("id") if leaf else None)
@@ -287,16 +298,21 @@ def history(
     read_page = getattr(storage, "get_history_page", None)
     try:
         if callable(read_page):
-            shortcut = {"walk_from": walk_from} if walk_from is not None else {}
+            options: dict[str, Any] = {"walk_from": walk_from} if walk_from is not None else {}
+            if session is None:
+                options["namespace"] = manager.namespace
             page: HistorySlice = read_page(
-                leaf_id, start=start, limit=size, max_bytes=budget, after_id=after_id, **shortcut
+                leaf_id, start=start, limit=size, max_bytes=budget, after_id=after_id, **options
             )
             if total is None:
                 total = int(storage.count_history(leaf_id))
         else:
+            assert session is not None
             _require_message(session, session_id, leaf_id)
             page = _slice_history(session.get_history(leaf_id), start, size, budget)
             total = page.path_length
+    except SessionNotFoundError:
+        raise
     except NotFoundError:
         if cursor:
             raise NotFoundError(
@@ -315,6 +331,17 @@ def history(
     return HistoryPage.model_construct(
         messages=[entry.message for entry in entries], leaf_id=leaf_id, total=total, next_cursor=next_cursor
     )
+
+
+def _tenant_checked_pages(manager: SessionManager, session_id: str) -> Any | None:
+    """Session storage whose page read checks the tenant itself (SQL stores), else None.
+
+    A bare provider, not ``manager.get_session``: that builds and caches a Session, which must wait
+    until the session is known to be the tenant's.
+    """
+    provider_of = getattr(manager.store, "session_provider", None)
+    storage = provider_of(session_id) if callable(provider_of) else None
+    return storage if callable(getattr(storage, "get_history_page", None)) else None
 
 
 def _history_cursor(cursor: str) -> tuple[str, int, str | None, int, tuple[int, str] | None]:

@@ -56,7 +56,10 @@ class SqlDialect:
     # walk passed at depth :hint or deeper (not the leaf), from where the next page can start; the
     # walk itself starts at (:anchor_seq, :anchor_id) when that row exists at depth :last or deeper.
     # With :overlays, PostgreSQL adds (-3, NULL, NULL, the overlays as a JSON array) when there are
-    # any (SQLite's reader reads them in the same transaction). Then (depth, id, content)
+    # any (SQLite's reader reads them in the same transaction). PostgreSQL also honours :namespace
+    # (not NULL: a session outside it gives the single row (-4, NULL, NULL, NULL)) and :together
+    # (the depth rows as one row (-5, NULL, count, JSON array of [depth, id, bytes, message]));
+    # SQLite's reader checks the namespace in its transaction. Then (depth, id, content)
     # of the rows from :start up to depth :first (contents the budget left out but a page needs).
     history_page_rows: ClassVar[str]
     history_page_contents: ClassVar[str]

@@ -26,26 +26,37 @@ page's last depth or deeper, and since writers never detach a message from its a
 moves the children to the nearest survivor) nor reuse a seq, such a row is still on the leaf's
 path. Anything else walks from the leaf, as without it, and a changed path is still a
 :class:`ConflictError` through ``after_id``.
+
+Tenancy and decoding (PostgreSQL, migration 0008): given a namespace, the statement itself checks
+that the session belongs to it, so a page needs no separate registry read; and it may send the
+page's rows as one JSON value (already parsed messages here), which is cheaper to receive than
+200 rows. A page that value cannot represent (a stored content that is not JSON) is read again as rows.
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any
 
 from threadloom.compaction.markers import now_iso
 from threadloom.compaction.overlays import compaction_message
 from threadloom.core.messages import parse_stored_message
-from threadloom.errors import ConflictError, NotFoundError, StorageError
+from threadloom.errors import ConflictError, NotFoundError, SessionNotFoundError, StorageError
 from threadloom.jscompat import compact_json
 from threadloom.records import HistoryEntry, StoredCompaction
 
 if TYPE_CHECKING:
+    from threadloom.records import Message
     from threadloom.storage.database import Executor
     from threadloom.storage.dialect import SqlDialect
 
-_Row = tuple[int, str, int, str | None]
-"""A path row: (depth, id, bytes of the stored message, the stored message when the read brought it)."""
+_Row = tuple[int, str, int, Any]
+"""A path row: (depth, id, bytes of the stored message, the stored message when the read brought it).
+
+The message is the stored text, or its parsed JSON when the statement sent the page as one value;
+None when the read left it out (past the byte budget).
+"""
 _Planned = tuple[_Row | None, HistoryEntry | None]
 """An item decided on ids: a row whose content is still to read, or a finished summary entry."""
 Anchor = tuple[int, str]
@@ -57,7 +68,9 @@ class HistoryPageReader:
 
     ``leaf_depth`` may be None: the first page read learns it (one statement less per page).
     ``compactions`` may be None where the dialect's page statement brings them (PostgreSQL: one
-    round trip per page instead of two).
+    round trip per page instead of two). ``namespace``, where the dialect's page statement checks
+    it (PostgreSQL), makes a session outside it a :class:`SessionNotFoundError` before anything of
+    it is read; elsewhere the caller checks.
     """
 
     def __init__(
@@ -69,8 +82,11 @@ class HistoryPageReader:
         leaf_id: str,
         leaf_depth: int | None,
         compactions: list[StoredCompaction] | None,
+        namespace: str | None = None,
     ) -> None:
         self._tx = tx
+        self._namespace = namespace
+        self._together = True
         self._sql = sql
         self._session_id = session_id
         self._leaf_id = leaf_id
@@ -223,7 +239,8 @@ class HistoryPageReader:
                 entries.append(entry)
                 continue
             assert row is not None
-            message = parse_stored_message(row[3] if row[3] is not None else late.get(row[1], ""))
+            content = row[3] if row[3] is not None else late.get(row[1], "")
+            message = parse_stored_message(content) if isinstance(content, str) else _stored_message(content)
             if message is not None:  # a corrupt row is skipped, as get_history skips it
                 entries.append(HistoryEntry(message=message, size=row[2], last_id=row[1], next_depth=row[0] + 1))
         return entries
@@ -262,21 +279,22 @@ class HistoryPageReader:
     def _rows(self, first: int, last: int, *, budget: int, hint: int | None = None) -> list[_Row]:
         """The path's rows at depths ``first..last``; learns the leaf depth, the overlays and the next anchor."""
         anchor = self._anchor or (None, None)
-        found = self._tx.query(
-            self._sql.history_page_rows,
-            {
-                "sid": self._session_id,
-                "leaf": self._leaf_id,
-                "first": first,
-                "last": last,
-                "budget": budget,
-                "anchor_seq": anchor[0],
-                "anchor_id": anchor[1],
-                "hint": hint,
-                "overlays": not self._overlays_known,
-            },
-        )
+        params = {
+            "namespace": self._namespace,
+            "sid": self._session_id,
+            "leaf": self._leaf_id,
+            "first": first,
+            "last": last,
+            "budget": budget,
+            "anchor_seq": anchor[0],
+            "anchor_id": anchor[1],
+            "hint": hint,
+            "overlays": not self._overlays_known,
+            "together": self._together,
+        }
+        found = self._tx.query(self._sql.history_page_rows, params)
         rows: list[_Row] = []
+        together: list[_Row] | None = None
         if hint is not None:
             self.next_anchor = None
         for depth, message_id, size, content in found:
@@ -286,10 +304,19 @@ class HistoryPageReader:
                 self._leaf_depth = int(size)
             elif depth == -2:
                 self.next_anchor = (int(size), str(message_id))
-            else:
+            elif depth == -3:
                 self._learn_overlays(str(content))
+            elif depth == -4:  # the session is not in the namespace: the statement read nothing of it
+                raise SessionNotFoundError(f"Session {self._session_id!r} not found")
+            else:  # -5: the rows as one JSON array
+                together = _page_rows(str(content), first, int(size))
+                if together is None:  # a stored content is not JSON: read this page as rows
+                    self._together = False
+                    return self._rows(first, last, budget=budget, hint=hint)
         self._overlays_known = True
-        rows.sort()
+        if together is not None:
+            return together
+        rows.sort(key=itemgetter(0))
         return rows
 
     def _learn_overlays(self, content: str) -> None:
@@ -308,3 +335,41 @@ class HistoryPageReader:
         if self._created_at is None:
             self._created_at = now_iso()
         return self._created_at
+
+
+def _page_rows(text: str, first: int, count: int) -> list[_Row] | None:
+    """The rows of a page sent as one JSON array (depth order from ``first``), or None if it does not parse as one.
+
+    Contents are spliced in unparsed on the server, so a stored content that is not JSON spoils the
+    whole value; the caller then reads the page as rows, where such a row is skipped.
+    """
+    try:
+        items = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(items, list) or len(items) != count:
+        return None
+    rows: list[_Row] = []
+    for expected, item in enumerate(items, start=first):
+        if (
+            not isinstance(item, list)
+            or len(item) != 4
+            or item[0] != expected
+            or not isinstance(item[1], str)
+            or type(item[2]) is not int
+        ):
+            return None
+        rows.append((expected, item[1], item[2], item[3]))
+    return rows
+
+
+def _stored_message(value: Any) -> Message | None:
+    """A message already parsed from its stored JSON, or None for a corrupt row (as parse_stored_message)."""
+    if (
+        isinstance(value, dict)
+        and isinstance(value.get("id"), str)
+        and isinstance(value.get("role"), str)
+        and isinstance(value.get("parts"), list)
+    ):
+        return value
+    return None

@@ -25,7 +25,13 @@ from threadloom.compaction.markers import now_iso
 from threadloom.compaction.overlays import apply_compactions, compaction_message, overlay_ranges
 from threadloom.core.limits import HARD_LIMITS
 from threadloom.core.messages import parse_stored_message, serialize_message, validate_message
-from threadloom.errors import CompactionAlreadyStoredError, ConflictError, NotFoundError, ValidationError
+from threadloom.errors import (
+    CompactionAlreadyStoredError,
+    ConflictError,
+    NotFoundError,
+    SessionNotFoundError,
+    ValidationError,
+)
 from threadloom.records import (
     OMITTED,
     AppendResult,
@@ -96,14 +102,21 @@ class SqlSessionProvider:
         max_bytes: int,
         after_id: str | None = None,
         walk_from: tuple[int, str] | None = None,
+        namespace: str | None = None,
     ) -> HistorySlice:
         """The items of ``get_history(leaf_id)`` from raw depth ``start``: at most ``limit`` and ``max_bytes``.
 
         Costs O(page), not O(path) (see :mod:`threadloom.storage.history_pages`). ``after_id`` is the
         message the previous page ended on; :class:`ConflictError` when it moved, :class:`NotFoundError`
         when the leaf is gone. ``walk_from`` is the previous page's ``next_anchor`` (a checked shortcut).
+        With ``namespace``, a session outside it is a :class:`SessionNotFoundError` and nothing of it
+        is read: the caller needs no registry read of its own.
         """
         with self._database.read() as tx:
+            if namespace is not None and not tx.query(
+                self._sql.get_session, {"namespace": namespace, "id": self.session_id}
+            ):
+                raise SessionNotFoundError(f"Session {self.session_id!r} not found")
             reader = HistoryPageReader(
                 tx, self._sql, self.session_id, leaf_id=leaf_id, leaf_depth=None, compactions=self._compactions(tx)
             )

@@ -167,13 +167,14 @@ class PostgresSql(SqlDialect):
         " ON m.session_id = :sid AND m.parent_id = s.id"
         ") SELECT id, parent_id, tokens FROM sub ORDER BY level"
     )
-    # Migration 0007: the statement of SQLite's history_page_rows with a plan kept per connection, and
-    # the session's overlays in the same round trip (the page needs them).
+    # Migrations 0007 and 0008: the statement of SQLite's history_page_rows with a plan kept per
+    # connection, the session's overlays in the same round trip (the page needs them), the tenant
+    # check with :namespace and, with :together, the page's rows as one JSON row.
     history_page_rows = (
-        "SELECT out_depth, out_id, out_size, out_content FROM threadloom_history_page("
-        "CAST(:sid AS text), CAST(:leaf AS text), CAST(:first AS bigint), CAST(:last AS bigint), "
-        "CAST(:budget AS bigint), CAST(:anchor_seq AS bigint), CAST(:anchor_id AS text), CAST(:hint AS bigint), "
-        "CAST(:overlays AS boolean))"
+        "SELECT out_depth, out_id, out_size, out_content FROM threadloom_history_page_in("
+        "CAST(:namespace AS text), CAST(:sid AS text), CAST(:leaf AS text), CAST(:first AS bigint), "
+        "CAST(:last AS bigint), CAST(:budget AS bigint), CAST(:anchor_seq AS bigint), CAST(:anchor_id AS text), "
+        "CAST(:hint AS bigint), CAST(:overlays AS boolean), CAST(:together AS boolean))"
     )
     history_page_contents = (
         "WITH RECURSIVE page(id, parent_id, depth, content) AS ("

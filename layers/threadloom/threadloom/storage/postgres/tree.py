@@ -103,11 +103,13 @@ class PostgresSessionProvider(SqlSessionProvider):
         max_bytes: int,
         after_id: str | None = None,
         walk_from: tuple[int, str] | None = None,
+        namespace: str | None = None,
     ) -> HistorySlice:
-        """As on SQLite, in one call of ``threadloom_history_page`` (0007) that also brings the overlays.
+        """As on SQLite, in one call of ``threadloom_history_page_in`` (0008) that also brings the overlays.
 
         Outside a transaction: one round trip for a page, unless an overlay crosses its edge or the
-        byte budget left contents out (one more statement each).
+        byte budget left contents out (one more statement each). The same statement checks
+        ``namespace`` and sends the page's rows as one JSON value.
         """
         reader = HistoryPageReader(
             _OneStatementReads(self._database),
@@ -116,6 +118,7 @@ class PostgresSessionProvider(SqlSessionProvider):
             leaf_id=leaf_id,
             leaf_depth=None,
             compactions=None,
+            namespace=namespace,
         )
         entries = reader.read(start, limit=limit, max_bytes=max_bytes, after_id=after_id, walk_from=walk_from)
         return HistorySlice(entries=entries, path_length=reader.path_length, next_anchor=reader.next_anchor)
