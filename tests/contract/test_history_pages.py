@@ -323,7 +323,7 @@ def test_a_stored_message_that_is_not_json_is_skipped_by_pages_as_by_the_full_re
     # Then every page size reads what the full read does: the damaged rows skipped, nothing invented
     expected = comparable(session.get_history(ids[-1]))
     assert len(expected) == len(ids) - len(damaged)
-    for limit in (7, 64, 200):  # (a page of damaged rows alone comes back empty, on every backend)
+    for limit in (1, 2, 7, 64, 200):  # a page never ends on damaged rows alone: it reads on to a readable one
         assert comparable(paged_history(session, ids[-1], limit)) == expected, limit
 
 

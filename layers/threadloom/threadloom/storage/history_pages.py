@@ -148,7 +148,7 @@ class HistoryPageReader:
                 started=bool(entries),
             )
             entries += self._materialize(planned)
-            if full:
+            if full and entries:  # a page whose rows were all unreadable reads on: never empty before the end
                 break
         return entries
 
