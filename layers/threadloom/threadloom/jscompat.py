@@ -51,9 +51,14 @@ def js_round(value: float) -> int:
     return math.floor(value + 0.5)
 
 
+# What ``json.dumps(value, separators=(",", ":"), ensure_ascii=False)`` builds on every call, built once:
+# a third of the cost of serializing a small message. ``encode`` keeps no state, so threads share it.
+_COMPACT_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
 def compact_json(value: Any) -> str:
     """``JSON.stringify(value)``: no spaces, non-ASCII unescaped, insertion order kept."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return _COMPACT_ENCODER.encode(value)
 
 
 def js_string(value: Any) -> str:

@@ -24,11 +24,14 @@ def estimate_string_tokens(text: str | None) -> int:
     """Estimate the tokens of one string (0 for empty or ``None``)."""
     if not text:
         return 0
-    chars = utf16_length(text) / CHARS_PER_TOKEN
-    if text.isascii() and _PYTHON_ONLY_ASCII_SPACE.search(text) is None:
-        words = len(text.split())  # same words as JS's \s here, five times faster than the regex
+    if text.isascii():  # one UTF-16 unit per character
+        chars = len(text) / CHARS_PER_TOKEN
+        if _PYTHON_ONLY_ASCII_SPACE.search(text) is None:
+            words = len(text.split())  # same words as JS's \s here, five times faster than the regex
+            return math.ceil(max(chars, words * WORDS_TOKEN_MULTIPLIER))
     else:
-        words = sum(1 for piece in JS_WHITESPACE_RUN.split(text) if piece)
+        chars = utf16_length(text) / CHARS_PER_TOKEN
+    words = sum(1 for piece in JS_WHITESPACE_RUN.split(text) if piece)
     return math.ceil(max(chars, words * WORDS_TOKEN_MULTIPLIER))
 
 
@@ -71,7 +74,9 @@ def estimate_single_message_tokens(message: Mapping[str, Any]) -> int:
     parts = message.get("parts")
     total = TOKENS_PER_MESSAGE
     if isinstance(parts, list):
-        total += sum(estimate_part_tokens(part) for part in parts if isinstance(part, Mapping))
+        for part in parts:
+            if type(part) is dict or isinstance(part, Mapping):  # the ABC check only for other mappings
+                total += estimate_part_tokens(part)
     return total
 
 

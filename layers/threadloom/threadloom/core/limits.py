@@ -154,7 +154,8 @@ class Limits:
         while stack:
             item, depth = stack.pop()
             if isinstance(item, str):
-                size += text_bytes(item, what) + 2
+                # ASCII without a NUL is the common case and needs no encoding to be measured
+                size += (len(item) if item.isascii() and "\x00" not in item else text_bytes(item, what)) + 2
             elif isinstance(item, (dict, list)):
                 if depth >= max_depth:
                     raise ValidationError(f"The {what} nests deeper than {self.max_nesting_depth} levels")
@@ -163,7 +164,7 @@ class Limits:
                     for key, child in item.items():
                         if not isinstance(key, str):
                             raise ValidationError(f"The {what} has a non-string object key")
-                        size += text_bytes(key, what) + 4
+                        size += (len(key) if key.isascii() and "\x00" not in key else text_bytes(key, what)) + 4
                         stack.append((child, depth + 1))
                 else:
                     size += len(item)
