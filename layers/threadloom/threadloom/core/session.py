@@ -252,16 +252,23 @@ class Session:
         ``expected_leaf_id`` the append fails with :class:`ConflictError` if the leaf moved.
         """
         self.limits.check_message(message)
-        self._check_reference(parent_id, "parent id")
-        self._check_reference(expected_leaf_id, "expected leaf id")
-        self._ensure_ready()
+        if isinstance(parent_id, str):
+            self._check_reference(parent_id, "parent id")
+        if expected_leaf_id is not None:
+            self._check_reference(expected_leaf_id, "expected leaf id")
+        if not self._ready:
+            self._ensure_ready()
         result: AppendResult = self._storage.append_message(message, parent_id, expected_leaf_id=expected_leaf_id)
         # A new message is the latest leaf (D2), so its running estimate is the history's.
         estimate = self._emit_status("idle", leaf_tokens=result.path_tokens if result.inserted else None)
         if result.inserted:
             self._events.emit_change("append", result.id)  # before a queued compaction can announce itself
             self._maybe_auto_compact(estimate, result.id)
-        return replace(result, token_estimate=estimate) if self._needs_estimate() else result
+        if not self._needs_estimate():
+            return result
+        if result.__class__ is AppendResult:  # what replace() returns, built without its field walk
+            return AppendResult(result.id, result.parent_id, result.inserted, result.path_tokens, estimate)
+        return replace(result, token_estimate=estimate)
 
     def append_messages(self, messages: list[Message], parent_id: str | Omitted | None = OMITTED) -> str | None:
         """Append a chain in one transaction where the backend allows it; returns the last id (D10)."""
