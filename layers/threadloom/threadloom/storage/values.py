@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 from threadloom.errors import ValidationError
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterable, Mapping
 
 INT64_MIN: Final = -(2**63)
 INT64_MAX: Final = 2**63 - 1
@@ -38,6 +38,12 @@ def check_storable(params: Mapping[str, Any] | None) -> None:
     if not params:
         return
     for value in params.values():
+        _check_value(value)
+
+
+def check_storable_values(values: Iterable[Any]) -> None:
+    """:func:`check_storable` for values bound by position."""
+    for value in values:
         _check_value(value)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from contextlib import AbstractContextManager, contextmanager
 from typing import TYPE_CHECKING, Final, Literal
 
 from threadloom.errors import (
@@ -17,7 +16,9 @@ from threadloom.errors import (
 from threadloom.storage.values import check_storable
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Sequence
+    from contextlib import AbstractContextManager
+    from types import TracebackType
 
     from threadloom.storage.database import Params, Row
 
@@ -113,36 +114,8 @@ class SqliteDatabase:
     def busy_timeout(self) -> float:
         return self._busy_timeout
 
-    @contextmanager
-    def _transaction(self, begin: str) -> Iterator[SqliteExecutor]:
-        with self._lock:
-            if self._depth:  # nested use inside an open transaction joins it
-                self._depth += 1
-                try:
-                    yield self._executor
-                finally:
-                    self._depth -= 1
-                return
-            try:
-                self._connection.execute(begin)
-            except sqlite3.Error as error:
-                raise translate_sqlite_error(error, self._busy_timeout) from error
-            self._depth = 1
-            try:
-                yield self._executor
-            except BaseException:
-                self._depth = 0
-                self._connection.execute("ROLLBACK")
-                raise
-            self._depth = 0
-            try:
-                self._connection.execute("COMMIT")
-            except sqlite3.Error as error:
-                self._connection.execute("ROLLBACK")
-                raise translate_sqlite_error(error, self._busy_timeout) from error
-
     def read(self) -> AbstractContextManager[SqliteExecutor]:
-        return self._transaction("BEGIN")
+        return _Transaction(self, "BEGIN")
 
     def query_once(self, sql: str, params: Params | None = None) -> list[Row]:
         """One read statement in autocommit mode: its own snapshot, no BEGIN/COMMIT around it."""
@@ -160,8 +133,60 @@ class SqliteDatabase:
             return self._executor.query(sql, params)
 
     def write(self) -> AbstractContextManager[SqliteExecutor]:
-        return self._transaction("BEGIN IMMEDIATE")
+        return _Transaction(self, "BEGIN IMMEDIATE")
 
     def close(self) -> None:
         with self._lock:
             self._connection.close()
+
+
+class _Transaction:
+    """One use of :meth:`SqliteDatabase.read` or ``write``: the lock, then BEGIN, then COMMIT or ROLLBACK.
+
+    Nested use inside an open transaction (same thread: the lock is reentrant) joins it. A plain
+    class rather than a generator context manager: this runs around every append.
+    """
+
+    __slots__ = ("_begin", "_database", "_nested")
+
+    def __init__(self, database: SqliteDatabase, begin: str) -> None:
+        self._database = database
+        self._begin = begin
+        self._nested = False
+
+    def __enter__(self) -> SqliteExecutor:
+        database = self._database
+        database._lock.acquire()
+        if database._depth:
+            database._depth += 1
+            self._nested = True
+            return database._executor
+        try:
+            database._connection.execute(self._begin)
+        except BaseException as error:
+            database._lock.release()
+            if isinstance(error, sqlite3.Error):
+                raise translate_sqlite_error(error, database._busy_timeout) from error
+            raise
+        database._depth = 1
+        return database._executor
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        database = self._database
+        try:
+            if self._nested:
+                database._depth -= 1
+                return
+            database._depth = 0
+            if kind is not None:
+                database._connection.execute("ROLLBACK")
+                return
+            try:
+                database._connection.execute("COMMIT")
+            except sqlite3.Error as failure:
+                database._connection.execute("ROLLBACK")
+                raise translate_sqlite_error(failure, database._busy_timeout) from failure
+        finally:
+            database._lock.release()

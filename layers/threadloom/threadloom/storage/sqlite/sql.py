@@ -50,17 +50,30 @@ class SqliteSql(SqlDialect):
     )
     # BEGIN IMMEDIATE already holds the database write lock, so no row lock is needed.
     lock_head = "SELECT leaf_id, next_seq FROM threadloom_session_heads WHERE session_id = :sid"
-    # Everything an append needs to know, in one read: the head, a duplicate, the parent, an overlay end.
+    # The append (SqliteSessionProvider.append_message) binds by position, ?1 the session id, ?2 the
+    # message id: no dict to build and no parameter names to look up on the hottest path.
+    # Everything an append needs to know, in one read: the head, a duplicate, the parent, an overlay end;
+    # ?3 the parent asked for, ?4 whether one was (else the leaf is).
     append_context = (
         "SELECT h.leaf_id, COALESCE(h.next_seq, 1), e.id IS NOT NULL, e.parent_id, "
         "p.id IS NOT NULL, p.depth, p.path_tokens, EXISTS (SELECT 1 FROM threadloom_compactions c "
-        "WHERE c.session_id = :sid AND c.to_message_id = :id), "
+        "WHERE c.session_id = ?1 AND c.to_message_id = ?2), "
         f"CASE WHEN p.depth % {JUMP_SPAN} = 0 THEN p.seq ELSE p.jump END "
         "FROM (SELECT 1) AS one "
-        "LEFT JOIN threadloom_session_heads h ON h.session_id = :sid "
-        "LEFT JOIN threadloom_messages e ON e.session_id = :sid AND e.id = :id "
-        "LEFT JOIN threadloom_messages p ON p.session_id = :sid "
-        "AND p.id = CASE WHEN :explicit THEN :parent ELSE h.leaf_id END"
+        "LEFT JOIN threadloom_session_heads h ON h.session_id = ?1 "
+        "LEFT JOIN threadloom_messages e ON e.session_id = ?1 AND e.id = ?2 "
+        "LEFT JOIN threadloom_messages p ON p.session_id = ?1 "
+        "AND p.id = CASE WHEN ?4 THEN ?3 ELSE h.leaf_id END"
+    )
+    append_insert = (
+        "INSERT INTO threadloom_messages "
+        "(session_id, id, seq, parent_id, role, content, depth, tokens, path_tokens, created_at, jump) "
+        "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+    )
+    # ?2 the new leaf (the message appended), ?3 the next seq.
+    append_head = (
+        "INSERT INTO threadloom_session_heads (session_id, leaf_id, next_seq) VALUES (?1, ?2, ?3) "
+        "ON CONFLICT (session_id) DO UPDATE SET leaf_id = excluded.leaf_id, next_seq = excluded.next_seq"
     )
     upsert_head = (
         "INSERT INTO threadloom_session_heads (session_id, leaf_id, next_seq) VALUES (:sid, :leaf, :next_seq) "

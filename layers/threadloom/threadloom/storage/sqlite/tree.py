@@ -19,6 +19,7 @@ from threadloom.storage.database import utc_now
 from threadloom.storage.sqlite.database import translate_sqlite_error
 from threadloom.storage.sqlite.sql import SqliteSql
 from threadloom.storage.tree import SqlSessionProvider, _PreparedMessage, leaf_moved
+from threadloom.storage.values import check_storable_values
 
 if TYPE_CHECKING:
     from threadloom.storage.sqlite.database import SqliteDatabase
@@ -39,28 +40,37 @@ class SqliteSessionProvider(SqlSessionProvider):
         *,
         expected_leaf_id: str | None = None,
     ) -> AppendResult:
-        """Insert ``message`` under the write lock; a message id already stored is a no-op (first write wins)."""
+        """Insert ``message`` under the write lock; a message id already stored is a no-op (first write wins).
+
+        Statements bind by position and go straight to the connection: the message's own
+        values were checked by :class:`_PreparedMessage`, the two other strings are checked here.
+        """
         prepared = _PreparedMessage(message)
         explicit = not isinstance(parent_id, Omitted)
         requested_parent = parent_id if isinstance(parent_id, str) and parent_id else None
-        with self._database.write() as tx:
-            context = tx.query(
-                SqliteSql.append_context,
-                self._params(id=prepared.id, parent=requested_parent, explicit=explicit),
-            )[0]
-            (
-                leaf_id,
-                next_seq,
-                existing,
-                existing_parent,
-                parent_found,
-                parent_depth,
-                parent_path_tokens,
-                target,
-                parent_jump,  # the new row's jump (history_pages): the parent, or the parent's own jump
-            ) = context
+        session_id = self.session_id
+        check_storable_values((session_id, requested_parent))
+        database = self._database
+        connection = database.connection
+        with database.write() as tx:
+            try:
+                (
+                    leaf_id,
+                    next_seq,
+                    existing,
+                    existing_parent,
+                    parent_found,
+                    parent_depth,
+                    parent_path_tokens,
+                    target,
+                    parent_jump,  # the new row's jump (history_pages): the parent, or the parent's own jump
+                ) = connection.execute(
+                    SqliteSql.append_context, (session_id, prepared.id, requested_parent, explicit)
+                ).fetchall()[0]
+            except sqlite3.Error as error:
+                raise translate_sqlite_error(error, database.busy_timeout) from error
             if existing:
-                return AppendResult(id=prepared.id, parent_id=existing_parent, inserted=False)
+                return AppendResult(prepared.id, existing_parent, False)
             if expected_leaf_id is not None and expected_leaf_id != leaf_id:
                 raise leaf_moved(expected_leaf_id, leaf_id)
             if target:  # re-appending the end of an overlay: the shared path rebuilds the estimates
@@ -73,28 +83,28 @@ class SqliteSessionProvider(SqlSessionProvider):
             depth, path_tokens, jump = 0, prepared.tokens, None
             if parent is not None:
                 if not parent_found:
-                    raise NotFoundError(f"Parent message {parent!r} not found in session {self.session_id!r}")
+                    raise NotFoundError(f"Parent message {parent!r} not found in session {session_id!r}")
                 depth, path_tokens, jump = parent_depth + 1, parent_path_tokens + prepared.tokens, parent_jump
-            connection = self._database.connection
             try:
                 row_id = connection.execute(
-                    SqliteSql.insert_message,
-                    self._params(
-                        id=prepared.id,
-                        seq=next_seq,
-                        parent_id=parent,
-                        role=prepared.role,
-                        content=prepared.content,
-                        depth=depth,
-                        tokens=prepared.tokens,
-                        path_tokens=path_tokens,
-                        created_at=utc_now(),
-                        jump=jump,
+                    SqliteSql.append_insert,
+                    (
+                        session_id,
+                        prepared.id,
+                        next_seq,
+                        parent,
+                        prepared.role,
+                        prepared.content,
+                        depth,
+                        prepared.tokens,
+                        path_tokens,
+                        utc_now(),
+                        jump,
                     ),
                 ).lastrowid
                 if prepared.text:
                     connection.execute(SqliteSql.index_row, (row_id, prepared.text))
-                connection.execute(SqliteSql.upsert_head, self._params(leaf=prepared.id, next_seq=next_seq + 1))
+                connection.execute(SqliteSql.append_head, (session_id, prepared.id, next_seq + 1))
             except sqlite3.Error as error:
-                raise translate_sqlite_error(error, self._database.busy_timeout) from error
-        return AppendResult(id=prepared.id, parent_id=parent, inserted=True, path_tokens=path_tokens)
+                raise translate_sqlite_error(error, database.busy_timeout) from error
+        return AppendResult(prepared.id, parent, True, path_tokens)
