@@ -105,6 +105,13 @@ class SqliteDatabase:
         self._busy_timeout = busy_timeout
         self._executor = SqliteExecutor(self._connection, busy_timeout)
         self._depth = 0
+        # A connection this object opened is used by nobody else, so every write to the file comes
+        # either through it (counted by its ``total_changes``) or through another connection (which
+        # moves its ``PRAGMA data_version``): see :meth:`unchanged_since`. A connection handed in may be
+        # shared in ways neither counter sees (a shared cache), so nothing is inferred from it.
+        self._counts_changes = not isinstance(path_or_connection, sqlite3.Connection)
+        self.last_append: object | None = None
+        """What the last append through this database left (SqliteSessionProvider's to read and set)."""
 
     @property
     def connection(self) -> sqlite3.Connection:
@@ -113,6 +120,23 @@ class SqliteDatabase:
     @property
     def busy_timeout(self) -> float:
         return self._busy_timeout
+
+    @property
+    def counts_changes(self) -> bool:
+        """Whether ``connection.total_changes`` and :meth:`data_version` together see every write.
+
+        Both read under the write lock: the first moves with every row this connection writes,
+        committed or rolled back (read it after a COMMIT: FTS5 writes during one), the second with
+        every commit by another connection. Equal readings then mean nothing was written in between.
+        """
+        return self._counts_changes
+
+    def data_version(self) -> int:
+        """``PRAGMA data_version``: it moves when another connection commits (one statement, ~1 µs)."""
+        try:
+            return int(self._connection.execute("PRAGMA data_version").fetchall()[0][0])
+        except sqlite3.Error as error:
+            raise translate_sqlite_error(error, self._busy_timeout) from error
 
     def read(self) -> AbstractContextManager[SqliteExecutor]:
         return _Transaction(self, "BEGIN")
@@ -132,7 +156,8 @@ class SqliteDatabase:
         with self._lock:
             return self._executor.query(sql, params)
 
-    def write(self) -> AbstractContextManager[SqliteExecutor]:
+    def write(self) -> _Transaction:
+        """A write transaction (``BEGIN IMMEDIATE``); after it, ``committed_changes`` tells what it left."""
         return _Transaction(self, "BEGIN IMMEDIATE")
 
     def close(self) -> None:
@@ -147,12 +172,15 @@ class _Transaction:
     class rather than a generator context manager: this runs around every append.
     """
 
-    __slots__ = ("_begin", "_database", "_nested")
+    __slots__ = ("_begin", "_database", "_nested", "committed_changes")
 
     def __init__(self, database: SqliteDatabase, begin: str) -> None:
         self._database = database
         self._begin = begin
         self._nested = False
+        self.committed_changes: int | None = None
+        """The connection's ``total_changes`` right after this transaction committed, still under its
+        lock (FTS5 writes its segments during COMMIT); None if it joined an outer one or rolled back."""
 
     def __enter__(self) -> SqliteExecutor:
         database = self._database
@@ -188,5 +216,6 @@ class _Transaction:
             except sqlite3.Error as failure:
                 database._connection.execute("ROLLBACK")
                 raise translate_sqlite_error(failure, database._busy_timeout) from failure
+            self.committed_changes = database._connection.total_changes
         finally:
             database._lock.release()
