@@ -145,3 +145,22 @@ def test_appending_the_end_of_an_overlay_rebuilds_its_estimate(path: str, reads:
     assert after.parent_id == "ghost"
     assert after.path_tokens == estimate_message_tokens(session.get_history("m4"))
     assert [message["id"] for message in session.get_history()][-1] == "m4"
+
+
+def test_a_shared_in_memory_uri_is_one_database_and_every_append_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reads: list[str]
+) -> None:
+    # Given two stores over one shared in-memory database, named by SQLite's URI form
+    monkeypatch.chdir(tmp_path)
+    uri = "file::memory:?cache=shared"
+    first, second = SqliteStore(uri), SqliteStore(uri)
+    one = Session.create(first).for_session("s")
+    other = Session.create(second).for_session("s")
+    # When one appends several in a row, the other one, then the first again
+    for index, session in enumerate([one, one, one, other, one, one]):
+        session.append_message(text_message(f"m{index}"))
+    # Then they share one chain (a URI, not a file named after it), and no append trusted a remembered head,
+    # which a shared cache could make stale without moving either counter
+    assert ids(one) == ids(other) == [f"m{index}" for index in range(6)]
+    assert reads == [f"m{index}" for index in range(6)]
+    assert list(tmp_path.iterdir()) == []

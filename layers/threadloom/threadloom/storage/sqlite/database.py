@@ -94,9 +94,13 @@ class SqliteDatabase:
             self._connection = path_or_connection
         else:
             self._connection = sqlite3.connect(
-                path_or_connection, check_same_thread=False, isolation_level=None, timeout=busy_timeout
+                path_or_connection,
+                check_same_thread=False,
+                isolation_level=None,
+                timeout=busy_timeout,
+                uri=_is_uri(path_or_connection),  # "file:...": SQLite's URI form (a shared in-memory database)
             )
-            if path_or_connection != ":memory:" and not path_or_connection.startswith("file::memory:"):
+            if not _in_memory(path_or_connection):
                 self._connection.execute("PRAGMA journal_mode=WAL")
                 self._connection.execute(f"PRAGMA synchronous={synchronous.upper()}")
         self._connection.isolation_level = None
@@ -108,8 +112,9 @@ class SqliteDatabase:
         # A connection this object opened is used by nobody else, so every write to the file comes
         # either through it (counted by its ``total_changes``) or through another connection (which
         # moves its ``PRAGMA data_version``): see :meth:`unchanged_since`. A connection handed in may be
-        # shared in ways neither counter sees (a shared cache), so nothing is inferred from it.
-        self._counts_changes = not isinstance(path_or_connection, sqlite3.Connection)
+        # shared in ways neither counter sees (a shared cache), so nothing is inferred from it; nor from a
+        # URI, which may name a shared cache too.
+        self._counts_changes = isinstance(path_or_connection, str) and not _is_uri(path_or_connection)
         self.last_append: object | None = None
         """What the last append through this database left (SqliteSessionProvider's to read and set)."""
 
@@ -219,3 +224,12 @@ class _Transaction:
             self.committed_changes = database._connection.total_changes
         finally:
             database._lock.release()
+
+
+def _is_uri(path: str) -> bool:
+    return path.startswith("file:")
+
+
+def _in_memory(path: str) -> bool:
+    """No file behind it (WAL and the sync mode do not apply)."""
+    return path == ":memory:" or path.startswith("file::memory:") or (_is_uri(path) and "mode=memory" in path)
