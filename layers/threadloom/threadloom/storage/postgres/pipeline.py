@@ -40,10 +40,11 @@ if TYPE_CHECKING:
 PG8000_VERSION: Final = "1.31.6"
 
 #: Sets the server-side timeouts for the implicit transaction the pipeline runs in
-#: (``is_local``: gone at the Sync, so no session state is left behind). Returns no row.
+#: (``is_local``: gone at the Sync, so no session state is left behind). Returns no row (so no
+#: Describe is needed), and ``||`` makes both calls run. No FROM: the cheapest statement to plan,
+#: and it goes before every statement.
 TIMEOUTS_SQL: Final = (
-    "SELECT FROM (SELECT set_config('lock_timeout', $1, true) || set_config('statement_timeout', $2, true) AS v) s "
-    "WHERE v IS NULL"
+    "SELECT WHERE (set_config('lock_timeout', $1, true) || set_config('statement_timeout', $2, true)) IS NULL"
 )
 
 _UNNAMED: Final = b"\x00"
