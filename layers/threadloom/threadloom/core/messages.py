@@ -45,11 +45,16 @@ def parse_stored_message(content: str) -> Message | None:
         parsed = json.loads(content)
     except (TypeError, ValueError):
         return None
+    return stored_message(parsed)
+
+
+def stored_message(value: Any) -> Message | None:
+    """A stored row's message already parsed from JSON, or None when it is not message-shaped (corrupt)."""
     if (
-        isinstance(parsed, dict)
-        and isinstance(parsed.get("id"), str)
-        and isinstance(parsed.get("role"), str)
-        and isinstance(parsed.get("parts"), list)
+        isinstance(value, dict)
+        and isinstance(value.get("id"), str)
+        and isinstance(value.get("role"), str)
+        and isinstance(value.get("parts"), list)
     ):
-        return parsed
+        return value
     return None

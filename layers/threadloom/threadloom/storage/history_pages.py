@@ -41,13 +41,12 @@ from typing import TYPE_CHECKING, Any
 
 from threadloom.compaction.markers import now_iso
 from threadloom.compaction.overlays import compaction_message
-from threadloom.core.messages import parse_stored_message
+from threadloom.core.messages import parse_stored_message, stored_message
 from threadloom.errors import ConflictError, NotFoundError, SessionNotFoundError, StorageError
 from threadloom.jscompat import compact_json
 from threadloom.records import HistoryEntry, StoredCompaction
 
 if TYPE_CHECKING:
-    from threadloom.records import Message
     from threadloom.storage.database import Executor
     from threadloom.storage.dialect import SqlDialect
 
@@ -240,7 +239,7 @@ class HistoryPageReader:
                 continue
             assert row is not None
             content = row[3] if row[3] is not None else late.get(row[1], "")
-            message = parse_stored_message(content) if isinstance(content, str) else _stored_message(content)
+            message = parse_stored_message(content) if isinstance(content, str) else stored_message(content)
             if message is not None:  # a corrupt row is skipped, as get_history skips it
                 entries.append(HistoryEntry(message=message, size=row[2], last_id=row[1], next_depth=row[0] + 1))
         return entries
@@ -361,15 +360,3 @@ def _page_rows(text: str, first: int, count: int) -> list[_Row] | None:
             return None
         rows.append((expected, item[1], item[2], item[3]))
     return rows
-
-
-def _stored_message(value: Any) -> Message | None:
-    """A message already parsed from its stored JSON, or None for a corrupt row (as parse_stored_message)."""
-    if (
-        isinstance(value, dict)
-        and isinstance(value.get("id"), str)
-        and isinstance(value.get("role"), str)
-        and isinstance(value.get("parts"), list)
-    ):
-        return value
-    return None
