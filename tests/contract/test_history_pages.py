@@ -68,6 +68,11 @@ def assert_pages_equal_history(session: Session, leaf: str, limits: tuple[int, .
     for limit in limits:
         assert comparable(paged_history(session, leaf, limit)) == expected, f"leaf {leaf}, page size {limit}"
     assert session.storage.count_history(leaf) == len(expected)  # type: ignore[attr-defined]
+    for start in (0, len(expected) // 2):  # the count a page read brings, whatever page it is
+        page = session.storage.get_history_page(  # type: ignore[attr-defined]
+            leaf, start=start, limit=limits[0], max_bytes=UNLIMITED, with_total=True
+        )
+        assert page.total == len(expected), (leaf, start)
 
 
 def assert_jumps_exact(store: Any, session_id: str) -> None:

@@ -165,6 +165,8 @@ class HistorySlice:
     path_length: int
     next_anchor: tuple[int, str] | None = None
     """(seq, id) of an ancestor the next page's walk can start from (storage.history_pages), if any."""
+    total: int | None = None
+    """``len(get_history(leaf))``, when the read was asked for it (``with_total``)."""
 
 
 __all__ = [

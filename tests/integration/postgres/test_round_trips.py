@@ -114,6 +114,22 @@ def test_a_history_page_after_the_first_is_one_round_trip_with_the_session_check
     assert session_id not in other._sessions  # no Session was built for it either
 
 
+def test_the_first_history_page_brings_its_total_without_statements_of_its_own(runtime: Runtime) -> None:
+    from threadloom.api import service
+
+    manager = runtime.manager("tenant")
+    session_id = manager.create("long").id
+    manager.append_all(session_id, [text_message(f"m{index}", f"line {index}") for index in range(700)])
+    manager.add_compaction(session_id, "a summary", "m10", "m20")
+    with RoundTrips().counting() as sent:
+        page = service.history(manager, session_id, runtime.limits, leaf_id=None, limit=200, cursor=None)
+    # The session check, the latest leaf, then the page's own calls (two: the summary stands for 11 rows,
+    # so the page reads on past row 199); the overlay and both its ends came with them, so no statement counts
+    assert page.total == len(manager.get_session(session_id).get_history()) == 690
+    assert len(page.messages) == 200
+    assert len(sent) == 4 and all("out_depth" in statement for statement in sent[2:]), sent
+
+
 def test_the_loaded_skills_are_read_once_when_first_needed(runtime: Runtime) -> None:
     # Given a session whose loaded skills were saved by an earlier request
     manager = runtime.manager("tenant")

@@ -302,10 +302,16 @@ def history(
             if session is None:
                 options["namespace"] = manager.namespace
             page: HistorySlice = read_page(
-                leaf_id, start=start, limit=size, max_bytes=budget, after_id=after_id, **options
+                leaf_id,
+                start=start,
+                limit=size,
+                max_bytes=budget,
+                after_id=after_id,
+                with_total=total is None,
+                **options,
             )
             if total is None:
-                total = int(storage.count_history(leaf_id))
+                total = page.total if page.total is not None else int(storage.count_history(leaf_id))
         else:
             assert session is not None
             _require_message(session, session_id, leaf_id)

@@ -200,6 +200,7 @@ class HistoryPageReader:
         """
         first = depth
         on_page = {row[1]: row[0] for row in rows}
+        self._on_path.update(on_page)  # rows of the path: count() then locates overlay ends here for free
         planned: list[_Planned] = []
         while depth <= last:
             if len(planned) >= room:

@@ -103,6 +103,7 @@ class SqlSessionProvider:
         after_id: str | None = None,
         walk_from: tuple[int, str] | None = None,
         namespace: str | None = None,
+        with_total: bool = False,
     ) -> HistorySlice:
         """The items of ``get_history(leaf_id)`` from raw depth ``start``: at most ``limit`` and ``max_bytes``.
 
@@ -110,7 +111,8 @@ class SqlSessionProvider:
         message the previous page ended on; :class:`ConflictError` when it moved, :class:`NotFoundError`
         when the leaf is gone. ``walk_from`` is the previous page's ``next_anchor`` (a checked shortcut).
         With ``namespace``, a session outside it is a :class:`SessionNotFoundError` and nothing of it
-        is read: the caller needs no registry read of its own.
+        is read: the caller needs no registry read of its own. With ``with_total`` the slice also
+        carries ``count_history(leaf_id)``, counted from what the page read already knows.
         """
         with self._database.read() as tx:
             if namespace is not None and not tx.query(
@@ -121,7 +123,10 @@ class SqlSessionProvider:
                 tx, self._sql, self.session_id, leaf_id=leaf_id, leaf_depth=None, compactions=self._compactions(tx)
             )
             entries = reader.read(start, limit=limit, max_bytes=max_bytes, after_id=after_id, walk_from=walk_from)
-        return HistorySlice(entries=entries, path_length=reader.path_length, next_anchor=reader.next_anchor)
+            total = reader.count() if with_total else None
+        return HistorySlice(
+            entries=entries, path_length=reader.path_length, next_anchor=reader.next_anchor, total=total
+        )
 
     def count_history(self, leaf_id: str) -> int:
         """``len(get_history(leaf_id))`` without reading the history: the path length minus what overlays hide."""

@@ -104,12 +104,15 @@ class PostgresSessionProvider(SqlSessionProvider):
         after_id: str | None = None,
         walk_from: tuple[int, str] | None = None,
         namespace: str | None = None,
+        with_total: bool = False,
     ) -> HistorySlice:
         """As on SQLite, in one call of ``threadloom_history_page_in`` (0008) that also brings the overlays.
 
         Outside a transaction: one round trip for a page, unless an overlay crosses its edge or the
         byte budget left contents out (one more statement each). The same statement checks
-        ``namespace`` and sends the page's rows as one JSON value.
+        ``namespace`` and sends the page's rows as one JSON value. ``with_total`` (the first page) counts
+        the history from the leaf depth and overlays that call brought, with no statement of its own
+        unless an overlay's end must be located.
         """
         reader = HistoryPageReader(
             _OneStatementReads(self._database),
@@ -121,7 +124,12 @@ class PostgresSessionProvider(SqlSessionProvider):
             namespace=namespace,
         )
         entries = reader.read(start, limit=limit, max_bytes=max_bytes, after_id=after_id, walk_from=walk_from)
-        return HistorySlice(entries=entries, path_length=reader.path_length, next_anchor=reader.next_anchor)
+        return HistorySlice(
+            entries=entries,
+            path_length=reader.path_length,
+            next_anchor=reader.next_anchor,
+            total=reader.count() if with_total else None,
+        )
 
     def get_raw_path(self, leaf_id: str | None = None) -> list[Message]:
         rows = self._one_read(PostgresSql.raw_path, leaf=leaf_id)
