@@ -52,10 +52,12 @@ class SqlPromptStore(SqlContextProvider):
         """Store ``content`` unless a prompt is already stored; return whichever prompt is stored now.
 
         One statement when this call stores it (the insert says so by returning the row), a
-        second read only when another freeze won.
+        second read only when another freeze won. The prompt is a cache of what the blocks
+        rendered, so its commit need not wait for the disk (``durable=False``): lost only in a
+        server crash moments after the freeze, it is frozen again by the next request.
         """
         values = {"key": self.key, "sid": self.session_id, "content": content, "now": utc_now()}
-        if self._database.execute_once(self._sql.insert_prompt_if_absent, values):
+        if self._database.execute_once(self._sql.insert_prompt_if_absent, values, durable=False):
             return content
         rows = self._database.query_once(self._sql.get_block, {"key": self.key})
         return str(rows[0][0]) if rows else content

@@ -55,11 +55,13 @@ class Database(Protocol):
         """
         ...
 
-    def execute_once(self, sql: str, params: Params | None = None) -> Sequence[Sequence[Any]]:
+    def execute_once(self, sql: str, params: Params | None = None, *, durable: bool = True) -> Sequence[Sequence[Any]]:
         """One write statement, atomic and committed on its own; returns the rows it returns.
 
         Never retried once sent: if the connection is lost the outcome is unknown, and the
-        error says so.
+        error says so. ``durable=False`` marks a cache the caller can rebuild (the frozen
+        prompt): a backend may then commit without waiting for the disk, never when the
+        statement joins an open transaction.
         """
         ...
 

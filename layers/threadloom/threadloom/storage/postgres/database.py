@@ -186,6 +186,7 @@ class PostgresDatabase:
         params: Mapping[str, Any] | None,
         *,
         timeouts: bool = False,
+        cache_commit: bool = False,
     ) -> list[list[Any]]:
         """Run one statement on ``connection``; every failure leaves as a :class:`ThreadloomError`.
 
@@ -193,13 +194,21 @@ class PostgresDatabase:
         ErrorResponse, read up to ReadyForQuery) leaves the connection usable; any other
         failure (socket error, timeout, a driver bug) may have left a half-sent or
         half-read message, so the connection is discarded and never used again.
+        ``cache_commit``: the statement's own implicit transaction commits without waiting for
+        the WAL flush (only ever for a statement that stands alone).
         """
         check_storable(params)
         try:
             if not params:
                 rows = connection.run(sql)  # simple protocol: one round trip, several statements allowed
             else:
-                rows = run_pipelined(connection, sql, params, timeouts=self._timeout_settings if timeouts else None)
+                rows = run_pipelined(
+                    connection,
+                    sql,
+                    params,
+                    timeouts=self._timeout_settings if timeouts else None,
+                    cache_commit=cache_commit,
+                )
         except Exception as error:
             raise self._translate(error) from error
         return rows if rows is not None else []
@@ -274,18 +283,22 @@ class PostgresDatabase:
         except Exception as error:
             raise self._translate(error) from error
 
-    def execute_once(self, sql: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]:
+    def execute_once(
+        self, sql: str, params: Mapping[str, Any] | None = None, *, durable: bool = True
+    ) -> list[list[Any]]:
         """One write statement, atomic on its own (autocommit). Never retried once sent.
 
         If the connection is lost mid-statement the write may or may not have committed,
         so the error says so and the caller decides (appends are idempotent by id).
+        ``durable=False`` (a cache): ``synchronous_commit`` is off for this statement's own
+        transaction; joining an open transaction, the statement takes that one's durability.
         """
         with self._lock:
             if self._depth:
                 return self.run_on(self._connection, sql, params)
             connection = self._live_connection()
             try:
-                return self.run_on(connection, sql, params, timeouts=True)
+                return self.run_on(connection, sql, params, timeouts=True, cache_commit=not durable)
             except StorageUnavailableError as error:
                 if self._connection is None:  # the connection broke after the statement left
                     raise type(error)(

@@ -47,6 +47,10 @@ TIMEOUTS_SQL: Final = (
     "SELECT WHERE (set_config('lock_timeout', $1, true) || set_config('statement_timeout', $2, true)) IS NULL"
 )
 
+#: Makes the implicit transaction commit without waiting for the WAL flush (``is_local``: that
+#: transaction only; PostgreSQL reads the setting at commit). For a cache the caller can rebuild.
+CACHE_COMMIT_SQL: Final = "SELECT WHERE set_config('synchronous_commit', 'off', true) IS NULL"
+
 _UNNAMED: Final = b"\x00"
 _DESCRIBE: Final = b"D"
 _STATEMENT: Final = b"S"
@@ -58,14 +62,19 @@ def run_pipelined(
     params: Mapping[str, Any],
     *,
     timeouts: tuple[str, str] | None = None,
+    cache_commit: bool = False,
 ) -> list[list[Any]] | None:
     """Run ``sql`` with ``params`` in one round trip; ``timeouts`` (lock, statement) in ms apply to it.
 
+    ``cache_commit`` sends :data:`CACHE_COMMIT_SQL` first, in the same implicit transaction.
     If any step fails the server skips the rest up to the Sync and pg8000 raises the
     error after reading everything up to ReadyForQuery, so the connection stays usable.
     """
     statement, _ = compiled(sql)
-    _send(connection, _payload(connection, [(sql, params)], timeouts))
+    payload = _payload(connection, [(sql, params)], timeouts)
+    if cache_commit:
+        payload[:0] = _cache_commit_messages(connection._client_encoding)
+    _send(connection, payload)
     context = Context(statement)
     connection.handle_messages(context)
     rows: list[list[Any]] | None = context.rows
@@ -166,6 +175,12 @@ def _timeouts_messages(timeouts: tuple[str, str], encoding: str) -> bytes:
     """The timeouts statement's messages; a database's timeouts are fixed, so this is encoded once."""
     execute: bytes = EXECUTE_MSG
     return _parse(TIMEOUTS_SQL, encoding) + _bind([value.encode(encoding) for value in timeouts]) + execute
+
+
+@lru_cache(maxsize=4)
+def _cache_commit_messages(encoding: str) -> bytes:
+    execute: bytes = EXECUTE_MSG
+    return _parse(CACHE_COMMIT_SQL, encoding) + _bind([]) + execute
 
 
 def _bind(values: list[bytes | None]) -> bytes:

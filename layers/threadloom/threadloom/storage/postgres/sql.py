@@ -236,15 +236,9 @@ class PostgresSql(SqlDialect):
         "VALUES (:key, :sid, :content, :now) "
         "ON CONFLICT (key) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at"
     )
-    # The frozen prompt is a cache of what the blocks rendered, so its transaction commits without
-    # waiting for the WAL flush (synchronous_commit is checked at commit; is_local ends with the
-    # statement's own transaction). Lost only if the server crashes within moments of the freeze;
-    # the next request freezes it again. Messages never commit this way.
     insert_prompt_if_absent = (
         "INSERT INTO threadloom_context_blocks (key, session_id, content, updated_at) "
-        "SELECT :key, :sid, :content, CAST(:now AS timestamptz) "
-        "FROM (SELECT set_config('synchronous_commit', 'off', true)) AS cache_commit "
-        "ON CONFLICT (key) DO NOTHING RETURNING content"
+        "VALUES (:key, :sid, :content, :now) ON CONFLICT (key) DO NOTHING RETURNING content"
     )
     delete_block = "DELETE FROM threadloom_context_blocks WHERE key = :key"
     delete_session_blocks = "DELETE FROM threadloom_context_blocks WHERE session_id = :sid"

@@ -156,8 +156,11 @@ class SqliteDatabase:
         with self._lock:
             return [self._executor.query(sql, params) for sql, params in statements]
 
-    def execute_once(self, sql: str, params: Params | None = None) -> list[Row]:
-        """One write statement in autocommit mode: atomic on its own, committed when it returns."""
+    def execute_once(self, sql: str, params: Params | None = None, *, durable: bool = True) -> list[Row]:
+        """One write statement in autocommit mode: atomic on its own, committed when it returns.
+
+        Every commit here has the connection's durability (``synchronous``), ``durable`` or not.
+        """
         with self._lock:
             return self._executor.query(sql, params)
 
