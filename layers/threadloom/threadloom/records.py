@@ -142,13 +142,15 @@ class TrackedCompaction:
     finished_at: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class HistoryEntry:
     """One item of a history page: a stored message or the summary standing in for an overlaid range.
 
     ``size`` is its bytes as compact JSON (what it adds to a response); ``last_id`` is the last
     stored message it covers (itself, or the end of the summarized range) and ``next_depth`` the
     depth where the history continues after it: together they are the keyset of the next page.
+    Not frozen: one is built per message of every page, and a frozen dataclass takes 2.5 times
+    as long to build.
     """
 
     message: Message

@@ -202,11 +202,12 @@ class HistoryPageReader:
         on_page = {row[1]: row[0] for row in rows}
         self._on_path.update(on_page)  # rows of the path: count() then locates overlay ends here for free
         planned: list[_Planned] = []
+        starts = self._by_start
         while depth <= last:
             if len(planned) >= room:
                 return planned, depth, used, True
             row = rows[depth - first]
-            chosen = self._overlay_at(row[1], depth, on_page, last)
+            chosen = self._overlay_at(row[1], depth, on_page, last) if row[1] in starts else None
             item: _Planned
             if chosen is None:
                 size, item, after = row[2], (row, None), depth + 1
