@@ -348,3 +348,39 @@ def test_a_page_read_in_a_namespace_reads_nothing_of_a_session_outside_it(store:
     for session_id, namespace in [(sid, "tenant-b"), (sid, ""), (sid, "tenant-a "), ("nobody", "tenant-a")]:
         with pytest.raises(SessionNotFoundError, match=f"Session {session_id!r} not found"):
             page(session_id, namespace)
+
+
+def test_a_page_without_a_leaf_reads_the_latest_leafs_history_and_says_which(store: Any) -> None:
+    # Given a session with a side branch that is not the latest, an overlay and one without messages
+    manager = SessionManager(store, namespace="tenant-a")
+    sid = manager.create_session("a's").id
+    session = manager.get_session(sid)
+    ids = chain(session, 150, parent=None)
+    session.append_messages([text_message("side", "a side branch")], ids[40])
+    latest = chain(session, 30, prefix="late", parent=ids[100])  # appended last: the latest leaf
+    session.add_compaction("a summary", "m10", "m30")
+    expected = comparable(session.get_history(latest[-1]))
+    provider = store.session_provider(sid)
+    for namespace in ("tenant-a", None):
+        # When a page is read with no leaf (with and without the tenant check)
+        first = provider.get_history_page(
+            None, start=0, limit=40, max_bytes=UNLIMITED, namespace=namespace, with_total=True
+        )
+        # Then it is the latest leaf's first page, and the slice names that leaf and the history's length
+        assert first.leaf_id == latest[-1]
+        assert first.total == len(expected)
+        assert comparable([entry.message for entry in first.entries]) == expected[:40]
+        # And the next page, read from that leaf as a cursor would, continues it
+        last = first.entries[-1]
+        second = provider.get_history_page(
+            first.leaf_id, start=last.next_depth, limit=40, max_bytes=UNLIMITED, after_id=last.last_id
+        )
+        assert comparable([entry.message for entry in second.entries]) == expected[40:80]
+    # A session without messages: an empty slice naming no leaf; another tenant's: not found
+    empty = manager.create_session("empty").id
+    nothing = store.session_provider(empty).get_history_page(
+        None, start=0, limit=40, max_bytes=UNLIMITED, namespace="tenant-a", with_total=True
+    )
+    assert (nothing.entries, nothing.leaf_id, nothing.total) == ([], None, 0)
+    with pytest.raises(SessionNotFoundError):
+        provider.get_history_page(None, start=0, limit=40, max_bytes=UNLIMITED, namespace="tenant-b")

@@ -169,6 +169,8 @@ class HistorySlice:
     """(seq, id) of an ancestor the next page's walk can start from (storage.history_pages), if any."""
     total: int | None = None
     """``len(get_history(leaf))``, when the read was asked for it (``with_total``)."""
+    leaf_id: str | None = None
+    """The leaf read: the one asked for, or the latest (None when the session has no messages)."""
 
 
 __all__ = [

@@ -19,6 +19,17 @@ from tests.support.postgres import admin_connection, connect_kwargs, create_data
 pytestmark = pytest.mark.postgres
 
 PLAIN_SQL = Path(__file__).resolve().parents[3] / "sql" / "postgres" / "threadloom.sql"
+POSTGRES_DOC = Path(__file__).resolve().parents[3] / "docs" / "postgres.md"
+
+
+def documented_grants(role: str) -> list[str]:
+    """The GRANT statements docs/postgres.md tells an administrator to run, for ``role``."""
+    text = POSTGRES_DOC.read_text(encoding="utf-8")
+    block = next(part for part in text.split("```sql\n")[1:] if part.startswith("GRANT "))
+    lines = block.split("```", 1)[0].strip().splitlines()
+    return [line.rstrip(";").replace(" TO threadloom_app", f" TO {role}") for line in lines]
+
+
 CATALOG = {
     "columns": (
         "SELECT table_name, column_name, data_type, is_nullable, column_default FROM information_schema.columns "
@@ -116,8 +127,10 @@ def test_a_role_that_cannot_create_tables_runs_on_the_plain_sql_schema(fresh_dat
         admin.run(f"DROP ROLE IF EXISTS {role}")
         admin.run(f"CREATE ROLE {role} LOGIN")
         admin.run(f"REVOKE CREATE ON SCHEMA public FROM {role}")
-        admin.run(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role}")
-        admin.run(f"GRANT EXECUTE ON FUNCTION threadloom_append TO {role}")
+        # only what the docs grant: functions are not left to PUBLIC's default EXECUTE
+        admin.run("REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA public FROM PUBLIC")
+        for grant in documented_grants(role):
+            admin.run(grant)
     finally:
         admin.close()
     kwargs = connect_kwargs(database=fresh_database)
@@ -127,9 +140,13 @@ def test_a_role_that_cannot_create_tables_runs_on_the_plain_sql_schema(fresh_dat
         store = PostgresStore(url)
         session = Session.create(store).for_session("s")
         session.append_message(text_message("m1", "least privilege works"))
-        # Then it finds the schema current, issues no DDL, and works
+        session.append_message(text_message("m2", "and pages too"))
+        # Then it finds the schema current, issues no DDL, and works: appends, search, history pages
         assert store.migrate() == []
         assert [r.id for r in session.search("privilege")] == ["m1"]
+        first = store.session_provider("s").get_history_page(None, start=0, limit=1, max_bytes=10**6)
+        second = store.session_provider("s").get_history_page("m2", start=1, limit=1, max_bytes=10**6, after_id="m1")
+        assert [entry.last_id for entry in first.entries + second.entries] == ["m1", "m2"]
         store.close()
     finally:
         drop_database(fresh_database)

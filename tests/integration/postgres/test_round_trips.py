@@ -114,7 +114,9 @@ def test_a_history_page_after_the_first_is_one_round_trip_with_the_session_check
     assert session_id not in other._sessions  # no Session was built for it either
 
 
-def test_the_first_history_page_brings_its_total_without_statements_of_its_own(runtime: Runtime) -> None:
+def test_the_first_history_page_is_its_own_statements_with_the_check_the_leaf_and_the_total(
+    runtime: Runtime,
+) -> None:
     from threadloom.api import service
 
     manager = runtime.manager("tenant")
@@ -123,11 +125,23 @@ def test_the_first_history_page_brings_its_total_without_statements_of_its_own(r
     manager.add_compaction(session_id, "a summary", "m10", "m20")
     with RoundTrips().counting() as sent:
         page = service.history(manager, session_id, runtime.limits, leaf_id=None, limit=200, cursor=None)
-    # The session check, the latest leaf, then the page's own calls (two: the summary stands for 11 rows,
-    # so the page reads on past row 199); the overlay and both its ends came with them, so no statement counts
+    # The page's own calls and nothing else: the first (threadloom_history_page_at_head) checks the tenant
+    # and finds the latest leaf; the second reads on past row 199, because the summary stands for 11 rows.
+    # The overlay and both its ends came with them, so counting the total takes no statement either.
+    assert page.leaf_id == "m699" and len(page.messages) == 200
     assert page.total == len(manager.get_session(session_id).get_history()) == 690
-    assert len(page.messages) == 200
-    assert len(sent) == 4 and all("out_depth" in statement for statement in sent[2:]), sent
+    assert len(sent) == 2 and all("out_depth" in statement for statement in sent), sent
+    # Another tenant's session: one statement, and a 404 with nothing read
+    other = runtime.manager("other-tenant")
+    with RoundTrips().counting() as sent, pytest.raises(SessionNotFoundError, match="not found"):
+        service.history(other, session_id, runtime.limits, leaf_id=None, limit=200, cursor=None)
+    assert len(sent) == 1, sent
+    # A session without messages: one statement, an empty page
+    empty = manager.create("empty").id
+    with RoundTrips().counting() as sent:
+        page = service.history(manager, empty, runtime.limits, leaf_id=None, limit=200, cursor=None)
+    assert (page.messages, page.leaf_id, page.total, page.next_cursor) == ([], None, 0, None)
+    assert len(sent) == 1, sent
 
 
 def test_the_loaded_skills_are_read_once_when_first_needed(runtime: Runtime) -> None:

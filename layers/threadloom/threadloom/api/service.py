@@ -7,6 +7,7 @@ belongs to the manager's namespace: another tenant's session is simply not found
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from threadloom.api.models import (
@@ -271,8 +272,8 @@ def history(
     costs a page on SQL storage, not the whole path; it may also carry the ancestor where the next
     page's walk starts (a shortcut storage checks). ``total`` is counted once, on the first page.
 
-    With the leaf known (a cursor, or ``leaf_id``) on SQL storage, the page read itself checks the
-    session's tenant (in its statement on PostgreSQL): no registry read of its own.
+    On SQL storage the page read itself checks the session's tenant and, without a leaf, finds the
+    latest one (on PostgreSQL all in the page's statement): no registry or head read of its own.
     """
     size = page_size(limit, limits)
     start, after_id, total, walk_from = 0, None, None, None
@@ -282,41 +283,19 @@ def history(
         except ValidationError:
             require_session(manager, session_id)  # another tenant's session is a 404 whatever the cursor
             raise
-    storage: Any = _tenant_checked_pages(manager, session_id) if leaf_id is not None else None
-    session: Session | None = None
-    if storage is None:
-        session = require_session(manager, session_id)
-        storage = session.storage
-    if leaf_id is None:
-        assert session is not None
-        latest = getattr(storage, "get_latest_leaf_id", None)
-        leaf = session.get_latest_leaf() if not callable(latest) else None
-        leaf_id = latest() if callable(latest) else (leaf.get("id") if leaf else None)
-        if leaf_id is None:
-            return HistoryPage(messages=[], leaf_id=None, total=0, next_cursor=None)
     budget = item_budget(limits)
-    read_page = getattr(storage, "get_history_page", None)
     try:
-        if callable(read_page):
-            options: dict[str, Any] = {"walk_from": walk_from} if walk_from is not None else {}
-            if session is None:
-                options["namespace"] = manager.namespace
-            page: HistorySlice = read_page(
-                leaf_id,
-                start=start,
-                limit=size,
-                max_bytes=budget,
-                after_id=after_id,
-                with_total=total is None,
-                **options,
-            )
-            if total is None:
-                total = page.total if page.total is not None else int(storage.count_history(leaf_id))
-        else:
-            assert session is not None
-            _require_message(session, session_id, leaf_id)
-            page = _slice_history(session.get_history(leaf_id), start, size, budget)
-            total = page.path_length
+        page = _history_slice(
+            manager,
+            session_id,
+            leaf_id,
+            start=start,
+            size=size,
+            budget=budget,
+            after_id=after_id,
+            walk_from=walk_from,
+            with_total=total is None,
+        )
     except SessionNotFoundError:
         raise
     except NotFoundError:
@@ -325,6 +304,11 @@ def history(
                 f"The cursor's leaf message {leaf_id!r} no longer exists; read the history again without a cursor"
             ) from None
         raise
+    leaf_id = page.leaf_id
+    if leaf_id is None:  # the session has no messages
+        return HistoryPage(messages=[], leaf_id=None, total=0, next_cursor=None)
+    if total is None:
+        total = page.total if page.total is not None else page.path_length
     entries = page.entries[: count_within_bytes(page.entries, budget, size_of=lambda entry: entry.size)]
     next_cursor = None
     if entries and entries[-1].next_depth < page.path_length:
@@ -337,6 +321,50 @@ def history(
     return HistoryPage.model_construct(
         messages=[entry.message for entry in entries], leaf_id=leaf_id, total=total, next_cursor=next_cursor
     )
+
+
+def _history_slice(
+    manager: SessionManager,
+    session_id: str,
+    leaf_id: str | None,
+    *,
+    start: int,
+    size: int,
+    budget: int,
+    after_id: str | None,
+    walk_from: tuple[int, str] | None,
+    with_total: bool,
+) -> HistorySlice:
+    """One page's slice with the leaf it read (None: no messages) and, ``with_total``, the history's length.
+
+    SQL storage checks the tenant and finds the latest leaf in its own page read; other storage
+    is reached through a checked session and a whole read sliced.
+    """
+    options: dict[str, Any] = {"walk_from": walk_from} if walk_from is not None else {}
+    storage: Any = _tenant_checked_pages(manager, session_id)
+    session: Session | None = None
+    if storage is not None:
+        options["namespace"] = manager.namespace
+    else:
+        session = require_session(manager, session_id)
+        storage = session.storage
+    read_page = getattr(storage, "get_history_page", None)
+    if callable(read_page):
+        page: HistorySlice = read_page(
+            leaf_id, start=start, limit=size, max_bytes=budget, after_id=after_id, with_total=with_total, **options
+        )
+        if with_total and page.total is None and page.leaf_id is not None:
+            page = replace(page, total=int(storage.count_history(page.leaf_id)))
+        return page
+    assert session is not None
+    if leaf_id is None:
+        leaf = session.get_latest_leaf()
+        leaf_id = str(leaf["id"]) if leaf else None
+        if leaf_id is None:
+            return HistorySlice(entries=[], path_length=0, total=0)
+    _require_message(session, session_id, leaf_id)
+    page = _slice_history(session.get_history(leaf_id), start, size, budget)
+    return replace(page, total=page.path_length, leaf_id=leaf_id)
 
 
 def _tenant_checked_pages(manager: SessionManager, session_id: str) -> Any | None:

@@ -62,6 +62,10 @@ class SqlDialect:
     # SQLite's reader checks the namespace in its transaction. Then (depth, id, content)
     # of the rows from :start up to depth :first (contents the budget left out but a page needs).
     history_page_rows: ClassVar[str]
+    # The same rows for the session's latest leaf, found by the statement (its -1 row names it), with
+    # the namespace check first; no row when the session has no messages. Empty where a round trip is
+    # cheap (SQLite reads the head in the page's own transaction).
+    history_page_rows_at_head: ClassVar[str]
     history_page_contents: ClassVar[str]
     clear_messages: ClassVar[str]
     clear_head: ClassVar[str]

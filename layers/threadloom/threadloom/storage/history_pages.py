@@ -69,7 +69,9 @@ class HistoryPageReader:
     ``compactions`` may be None where the dialect's page statement brings them (PostgreSQL: one
     round trip per page instead of two). ``namespace``, where the dialect's page statement checks
     it (PostgreSQL), makes a session outside it a :class:`SessionNotFoundError` before anything of
-    it is read; elsewhere the caller checks.
+    it is read; elsewhere the caller checks. ``leaf_id`` None, where the dialect has
+    ``history_page_rows_at_head`` (PostgreSQL): the session's latest leaf, found by the first
+    page statement; :attr:`leaf_id` then names it (None for a session without messages).
     """
 
     def __init__(
@@ -78,7 +80,7 @@ class HistoryPageReader:
         sql: type[SqlDialect],
         session_id: str,
         *,
-        leaf_id: str,
+        leaf_id: str | None,
         leaf_depth: int | None,
         compactions: list[StoredCompaction] | None,
         namespace: str | None = None,
@@ -123,6 +125,8 @@ class HistoryPageReader:
             first = depth - 1 if anchor is not None else depth
             rows = self._rows(first, last, budget=max_bytes - used, hint=last + limit)
             if self._leaf_depth is None:
+                if self._leaf_id is None:  # read from the head: the session has no messages
+                    return entries
                 raise NotFoundError(f"Message {self._leaf_id!r} not found in session {self._session_id!r}")
             last = min(last, self._leaf_depth)
             if anchor is not None:
@@ -279,21 +283,22 @@ class HistoryPageReader:
 
     def _rows(self, first: int, last: int, *, budget: int, hint: int | None = None) -> list[_Row]:
         """The path's rows at depths ``first..last``; learns the leaf depth, the overlays and the next anchor."""
-        anchor = self._anchor or (None, None)
-        params = {
+        params: dict[str, object] = {
             "namespace": self._namespace,
             "sid": self._session_id,
-            "leaf": self._leaf_id,
             "first": first,
             "last": last,
             "budget": budget,
-            "anchor_seq": anchor[0],
-            "anchor_id": anchor[1],
             "hint": hint,
             "overlays": not self._overlays_known,
             "together": self._together,
         }
-        found = self._tx.query(self._sql.history_page_rows, params)
+        statement = self._sql.history_page_rows_at_head
+        if self._leaf_id is not None or not statement:
+            anchor = self._anchor or (None, None)
+            params.update(leaf=self._leaf_id, anchor_seq=anchor[0], anchor_id=anchor[1])
+            statement = self._sql.history_page_rows
+        found = self._tx.query(statement, params)
         rows: list[_Row] = []
         together: list[_Row] | None = None
         if hint is not None:
@@ -301,7 +306,8 @@ class HistoryPageReader:
         for depth, message_id, size, content in found:
             if depth >= 0:
                 rows.append((depth, message_id, size or 0, content))
-            elif depth == -1:  # the leaf's own row: its depth
+            elif depth == -1:  # the leaf's own row: its depth (and which leaf, when read from the head)
+                self._leaf_id = str(message_id)
                 self._leaf_depth = int(size)
             elif depth == -2:
                 self.next_anchor = (int(size), str(message_id))
@@ -326,6 +332,11 @@ class HistoryPageReader:
                 id=item[0], summary=item[1], from_message_id=item[2], to_message_id=item[3], created_at=item[4]
             )
             self._by_start.setdefault(compaction.from_message_id, []).append(compaction)
+
+    @property
+    def leaf_id(self) -> str | None:
+        """The leaf whose history was read (the latest one, when the reader was given None)."""
+        return self._leaf_id
 
     @property
     def path_length(self) -> int:

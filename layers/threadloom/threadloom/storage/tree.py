@@ -95,7 +95,7 @@ class SqlSessionProvider:
 
     def get_history_page(
         self,
-        leaf_id: str,
+        leaf_id: str | None,
         *,
         start: int = 0,
         limit: int,
@@ -112,20 +112,30 @@ class SqlSessionProvider:
         when the leaf is gone. ``walk_from`` is the previous page's ``next_anchor`` (a checked shortcut).
         With ``namespace``, a session outside it is a :class:`SessionNotFoundError` and nothing of it
         is read: the caller needs no registry read of its own. With ``with_total`` the slice also
-        carries ``count_history(leaf_id)``, counted from what the page read already knows.
+        carries ``count_history(leaf_id)``, counted from what the page read already knows. A
+        ``leaf_id`` of None reads the latest leaf's history (empty when there are no messages).
         """
         with self._database.read() as tx:
             if namespace is not None and not tx.query(
                 self._sql.get_session, {"namespace": namespace, "id": self.session_id}
             ):
                 raise SessionNotFoundError(f"Session {self.session_id!r} not found")
+            if leaf_id is None:
+                head = tx.query(self._sql.get_head_leaf, self._params())
+                leaf_id = head[0][0] if head else None
+                if leaf_id is None:
+                    return HistorySlice(entries=[], path_length=0, total=0 if with_total else None)
             reader = HistoryPageReader(
                 tx, self._sql, self.session_id, leaf_id=leaf_id, leaf_depth=None, compactions=self._compactions(tx)
             )
             entries = reader.read(start, limit=limit, max_bytes=max_bytes, after_id=after_id, walk_from=walk_from)
             total = reader.count() if with_total else None
         return HistorySlice(
-            entries=entries, path_length=reader.path_length, next_anchor=reader.next_anchor, total=total
+            entries=entries,
+            path_length=reader.path_length,
+            next_anchor=reader.next_anchor,
+            total=total,
+            leaf_id=leaf_id,
         )
 
     def count_history(self, leaf_id: str) -> int:

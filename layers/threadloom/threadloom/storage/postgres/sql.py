@@ -176,6 +176,12 @@ class PostgresSql(SqlDialect):
         "CAST(:last AS bigint), CAST(:budget AS bigint), CAST(:anchor_seq AS bigint), CAST(:anchor_id AS text), "
         "CAST(:hint AS bigint), CAST(:overlays AS boolean), CAST(:together AS boolean))"
     )
+    # Migration 0009: the first page from the session's head (the leaf's row says which), same rows.
+    history_page_rows_at_head = (
+        "SELECT out_depth, out_id, out_size, out_content FROM threadloom_history_page_at_head("
+        "CAST(:namespace AS text), CAST(:sid AS text), CAST(:first AS bigint), CAST(:last AS bigint), "
+        "CAST(:budget AS bigint), CAST(:hint AS bigint), CAST(:overlays AS boolean), CAST(:together AS boolean))"
+    )
     history_page_contents = (
         "WITH RECURSIVE page(id, parent_id, depth, content) AS ("
         " SELECT id, parent_id, depth, content FROM threadloom_messages WHERE session_id = :sid AND id = :start"

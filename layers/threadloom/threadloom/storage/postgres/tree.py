@@ -96,7 +96,7 @@ class PostgresSessionProvider(SqlSessionProvider):
 
     def get_history_page(
         self,
-        leaf_id: str,
+        leaf_id: str | None,
         *,
         start: int = 0,
         limit: int,
@@ -112,7 +112,8 @@ class PostgresSessionProvider(SqlSessionProvider):
         byte budget left contents out (one more statement each). The same statement checks
         ``namespace`` and sends the page's rows as one JSON value. ``with_total`` (the first page) counts
         the history from the leaf depth and overlays that call brought, with no statement of its own
-        unless an overlay's end must be located.
+        unless an overlay's end must be located. A ``leaf_id`` of None reads from the session's head
+        (``threadloom_history_page_at_head``, 0009): check, latest leaf and page in one round trip.
         """
         reader = HistoryPageReader(
             _OneStatementReads(self._database),
@@ -124,11 +125,14 @@ class PostgresSessionProvider(SqlSessionProvider):
             namespace=namespace,
         )
         entries = reader.read(start, limit=limit, max_bytes=max_bytes, after_id=after_id, walk_from=walk_from)
+        if reader.leaf_id is None:  # read from the head of a session without messages
+            return HistorySlice(entries=[], path_length=0, total=0 if with_total else None)
         return HistorySlice(
             entries=entries,
             path_length=reader.path_length,
             next_anchor=reader.next_anchor,
             total=reader.count() if with_total else None,
+            leaf_id=reader.leaf_id,
         )
 
     def get_raw_path(self, leaf_id: str | None = None) -> list[Message]:

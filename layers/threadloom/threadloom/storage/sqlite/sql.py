@@ -205,6 +205,7 @@ class SqliteSql(SqlDialect):
         " UNION ALL SELECT -2, id, seq, NULL FROM ("
         "SELECT id, seq FROM down WHERE depth >= :hint AND id <> :leaf ORDER BY depth LIMIT 1)"
     )
+    history_page_rows_at_head = ""  # the reader's transaction reads the head first (no round trip to save)
     history_page_contents = (
         "WITH RECURSIVE page(id, parent_id, depth, content) AS ("
         " SELECT id, parent_id, depth, content FROM threadloom_messages WHERE session_id = :sid AND id = :start"
