@@ -113,3 +113,58 @@ def test_a_session_newer_than_the_last_analyze_is_still_read_by_its_unique_keys(
     assert "Filter: (id =" not in walk and "Join Filter" not in walk, walk
     # And the ancestor check compaction runs before committing an overlay still answers
     assert len(admin.run(PostgresSql.path_ids_up, sid="new", start="m2999", max_steps=2_999)) == 3_000
+
+
+def function_plans(admin: Any, sql: str) -> str:
+    """The plans of the statements a function runs (auto_explain, this test connection only), as text."""
+    for setting in (
+        "LOAD 'auto_explain'",
+        "SET auto_explain.log_min_duration = 0",
+        "SET auto_explain.log_nested_statements = on",
+        "SET auto_explain.log_analyze = on",
+        "SET client_min_messages = log",
+    ):
+        admin.run(setting)
+    admin.notices.clear()
+    try:
+        admin.run(sql)
+    finally:
+        admin.run("RESET client_min_messages")
+        admin.run("RESET auto_explain.log_min_duration")
+    messages = (notice.get(b"M", b"") for notice in admin.notices)
+    return "\n".join(message.decode() if isinstance(message, bytes) else str(message) for message in messages)
+
+
+def walked(plans: str) -> bool:
+    """Whether the page's parent-by-parent walk ran (its recursive union executed)."""
+    after = plans.split("CTE page", 1)[1]
+    return "Recursive Union" in after and "never executed" not in after.split("\n", 2)[1]
+
+
+PAGE_100_TO_199 = (
+    "SELECT out_depth, out_id, out_size FROM threadloom_history_page_in("
+    "NULL, '{sid}', '{leaf}', 100, 199, 1000000000, NULL, NULL, 399, false, true)"
+)
+
+
+def test_a_page_of_a_straight_stretch_is_one_index_range_and_a_branch_in_it_walks(
+    admin: Any, make_store: Callable[[], Any]
+) -> None:
+    # Given a conversation appended in order, and another whose page range holds a side branch's rows
+    store = make_store()
+    line = Session.create(store).for_session("line")
+    line.append_messages([text_message(f"m{i}") for i in range(300)])
+    forked = Session.create(store).for_session("forked")
+    forked.append_messages([text_message(f"m{i}") for i in range(150)])
+    forked.append_messages([text_message("side")], "m120")  # its seq falls inside pages 100-199
+    forked.append_messages([text_message(f"m{i}") for i in range(150, 300)], "m149")
+    # When page 100-199 of each is read (the page as one JSON value, as the API reads it)
+    straight = function_plans(admin, PAGE_100_TO_199.format(sid="line", leaf="m299"))
+    branched = function_plans(admin, PAGE_100_TO_199.format(sid="forked", leaf="m299"))
+    # Then the straight one is read by one range of seqs and never walks; the other falls back to the walk
+    assert "threadloom_messages_by_seq" in straight.split("CTE span", 1)[1]
+    assert not walked(straight)
+    assert walked(branched)
+    # And both pages are the same rows
+    rows = [admin.run(PAGE_100_TO_199.format(sid=sid, leaf="m299")) for sid in ("line", "forked")]
+    assert rows[0] == rows[1] and rows[0][0][:3] == [-5, None, 100]
