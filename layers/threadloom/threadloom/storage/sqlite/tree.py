@@ -73,11 +73,11 @@ class SqliteSessionProvider(SqlSessionProvider):
             else:
                 last = None
             head: _Head | None = None
-            if last is not None and (expected_leaf_id is None or expected_leaf_id == last.leaf_id):
-                if not explicit or requested_parent == last.leaf_id:
-                    head = _Head(last.leaf_id, last.next_seq, last.depth, last.path_tokens, last.child_jump)
+            if last is not None and (expected_leaf_id is None or expected_leaf_id == last.leaf.parent_id):
+                if not explicit or requested_parent == last.leaf.parent_id:
+                    head = last.leaf
                 elif requested_parent is None:  # a new root
-                    head = _Head(None, last.next_seq, -1, 0, None)
+                    head = _Head(None, last.leaf.next_seq, -1, 0, None)
                 if head is not None:
                     if last.targets is None:
                         last.targets = self._compaction_targets(tx)
@@ -105,11 +105,13 @@ class SqliteSessionProvider(SqlSessionProvider):
         if remember and changes is not None:
             database.last_append = _LastAppend(
                 session_id=session_id,
-                leaf_id=prepared.id,
-                next_seq=head.next_seq + 1,
-                depth=depth,
-                path_tokens=path_tokens,
-                child_jump=head.next_seq if depth % JUMP_SPAN == 0 else head.child_jump,
+                leaf=_Head(
+                    prepared.id,
+                    head.next_seq + 1,
+                    depth,
+                    path_tokens,
+                    head.next_seq if depth % JUMP_SPAN == 0 else head.child_jump,
+                ),
                 targets=last.targets if last is not None else None,
                 changes=changes,
                 version=version,
@@ -222,44 +224,20 @@ class _Head:
 class _LastAppend:
     """The head the last append through a database left, and the marks that prove it still is.
 
-    ``changes`` is the connection's ``total_changes`` read as that append committed, and
-    ``version`` its ``PRAGMA data_version`` read under the same write lock (None until an append
-    has read it). A later append reading both equal, under the write lock, knows nothing was
-    written since, so the session's leaf, next seq and overlay ends are these.
+    ``leaf`` is where a child of the new leaf goes (the leaf as its parent). ``changes`` is the
+    connection's ``total_changes`` read as that append committed, and ``version`` its ``PRAGMA
+    data_version`` read under the same write lock (None until an append has read it). A later
+    append reading both equal, under the write lock, knows nothing was written since, so the
+    session's leaf, next seq and overlay ends are these.
     """
 
-    __slots__ = (
-        "changes",
-        "child_jump",
-        "depth",
-        "leaf_id",
-        "next_seq",
-        "path_tokens",
-        "session_id",
-        "targets",
-        "version",
-    )
+    __slots__ = ("changes", "leaf", "session_id", "targets", "version")
 
     def __init__(
-        self,
-        *,
-        session_id: str,
-        leaf_id: str,
-        next_seq: int,
-        depth: int,
-        path_tokens: int,
-        child_jump: int | None,
-        targets: set[str] | None,
-        changes: int,
-        version: int | None,
+        self, *, session_id: str, leaf: _Head, targets: set[str] | None, changes: int, version: int | None
     ) -> None:
         self.session_id = session_id
-        self.leaf_id = leaf_id
-        self.next_seq = next_seq
-        self.depth = depth
-        self.path_tokens = path_tokens
-        self.child_jump = child_jump
-        """What a child of the leaf gets as its jump."""
+        self.leaf = leaf
         self.targets = targets
         """The session's overlay ends (an append of one rebuilds estimates); None until read."""
         self.changes = changes
