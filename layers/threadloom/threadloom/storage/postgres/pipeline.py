@@ -71,10 +71,7 @@ def run_pipelined(
     error after reading everything up to ReadyForQuery, so the connection stays usable.
     """
     statement, _ = compiled(sql)
-    payload = _payload(connection, [(sql, params)], timeouts)
-    if cache_commit:
-        payload[:0] = _cache_commit_messages(connection._client_encoding)
-    _send(connection, payload)
+    _send(connection, _payload(connection, [(sql, params)], timeouts, cache_commit=cache_commit))
     context = Context(statement)
     connection.handle_messages(context)
     rows: list[list[Any]] | None = context.rows
@@ -127,14 +124,20 @@ class _ResultPerStatement(Context):  # type: ignore[misc]
 
 
 def _payload(
-    connection: Connection, statements: Sequence[tuple[str, Mapping[str, Any]]], timeouts: tuple[str, str] | None
+    connection: Connection,
+    statements: Sequence[tuple[str, Mapping[str, Any]]],
+    timeouts: tuple[str, str] | None,
+    *,
+    cache_commit: bool = False,
 ) -> bytearray:
-    """Every message of the timeouts statement (if any) and of ``statements``, closed by one Flush and Sync.
+    """Every message of the cache-commit and timeouts statements (if asked) and of ``statements``, then Flush and Sync.
 
     Everything is encoded before anything is sent: a value pg8000 cannot encode fails here.
     """
     encoding = connection._client_encoding
-    payload = bytearray(_timeouts_messages(timeouts, encoding) if timeouts is not None else b"")
+    payload = bytearray(_cache_commit_messages(encoding) if cache_commit else b"")
+    if timeouts is not None:
+        payload += _timeouts_messages(timeouts, encoding)
     for sql, params in statements:
         statement, make_values = compiled(sql)
         payload += _parse_and_describe(statement, encoding)
