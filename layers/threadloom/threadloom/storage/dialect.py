@@ -1,13 +1,17 @@
 """What a backend's SQL module provides: every statement the shared storage logic runs.
 
 Each backend subclasses :class:`SqlDialect` in its own ``sql.py`` and fills in the
-statements (named ``:param`` placeholders, never string formatting of values) plus two
-hooks for the only real difference: how text is indexed and how a search query is bound.
+statements (named ``:param`` placeholders, never string formatting of values) plus three
+hooks for the only real difference: how text is indexed, what a message search must do
+first (SQLite indexes messages in batches) and how a search query is bound.
 """
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+if TYPE_CHECKING:
+    from threadloom.storage.database import Database
 
 JUMP_SPAN: Final = 64
 """A message's ``jump`` is the seq of its ancestor at depth ``((depth - 1) // JUMP_SPAN) * JUMP_SPAN`` (0005)."""
@@ -40,7 +44,8 @@ class SqlDialect:
     get_children_page: ClassVar[str]
     path_overlay_ends: ClassVar[str]
     copy_path: ClassVar[str]
-    index_copied_path: ClassVar[str]
+    # Run after ``copy_path`` with its parameters: the copies' index rows (none where the index is in the row).
+    index_copied_path: ClassVar[tuple[str, ...]]
     set_copied_head: ClassVar[str]
     get_child_ids: ClassVar[str]
     tree_skeleton: ClassVar[str]
@@ -71,6 +76,7 @@ class SqlDialect:
     clear_head: ClassVar[str]
 
     # Full-text index of messages (``unindex_*`` may be empty when the index lives in the row).
+    # ``index_message`` may only mark the row for a later batch: see :meth:`prepare_message_search`.
     index_message: ClassVar[str]
     unindex_message: ClassVar[str]
     unindex_session: ClassVar[str]
@@ -159,4 +165,13 @@ class SqlDialect:
     @classmethod
     def match_param(cls, query: str) -> str | None:
         """The bound search expression for a D5 query, or None when it has no searchable words."""
+        raise NotImplementedError
+
+    @classmethod
+    def prepare_message_search(cls, database: Database) -> None:
+        """Bring the message index up to date before a message search reads it.
+
+        Called outside any transaction before every search of messages, so a search finds every
+        message committed before it even where :attr:`index_message` defers the indexing.
+        """
         raise NotImplementedError

@@ -178,6 +178,7 @@ class SqlSessionRegistry:
         match = self._sql.match_param(query)
         if match is None or limit <= 0:
             return []
+        self._sql.prepare_message_search(self._database)
         with self._database.read() as tx:
             rows = tx.query(
                 self._sql.search_namespace, {"match": match, "namespace": self.namespace, "limit": int(limit)}

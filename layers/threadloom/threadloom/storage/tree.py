@@ -223,6 +223,7 @@ class SqlSessionProvider:
         match = self._sql.match_param(query)
         if match is None or limit <= 0:
             return []
+        self._sql.prepare_message_search(self._database)
         rows = self._database.query_once(self._sql.search_session, self._params(match=match, limit=int(limit)))
         return [_search_result(row) for row in rows]
 
@@ -497,8 +498,8 @@ class SqlSessionProvider:
                 "created_at": utc_now(),
             }
             tx.execute(self._sql.copy_path, copy)
-            if self._sql.index_copied_path:
-                tx.execute(self._sql.index_copied_path, copy)
+            for statement in self._sql.index_copied_path:
+                tx.execute(statement, copy)
             for position, prepared in plan.summaries(new_ids):
                 before = (
                     tx.query(self._sql.get_message_meta, {"sid": target_session_id, "id": new_ids[position - 1]})

@@ -9,10 +9,13 @@ round trips (see :mod:`threadloom.storage.postgres.tree`).
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from threadloom.search import parse_query, to_tsquery_literal, to_tsvector_literal
 from threadloom.storage.dialect import JUMP_SPAN, SqlDialect
+
+if TYPE_CHECKING:
+    from threadloom.storage.database import Database
 
 _NEXT_ACTIVITY = "(SELECT COALESCE(MAX(activity_seq), 0) + 1 FROM threadloom_sessions WHERE namespace = :namespace)"
 _FORK_PATH = (
@@ -132,7 +135,7 @@ class PostgresSql(SqlDialect):
         f"CAST(:created_at AS timestamptz), m.search_vector, {_FORK_JUMP} "
         "FROM plan q JOIN threadloom_messages m ON m.session_id = :sid AND m.id = q.old_id"
     )
-    index_copied_path = ""  # the search vector is a column of the copied row
+    index_copied_path = ()  # the search vector is a column of the copied row
     set_copied_head = (
         "INSERT INTO threadloom_session_heads (session_id, leaf_id, next_seq) VALUES (:target, :leaf, :next_seq) "
         "ON CONFLICT (session_id) DO UPDATE SET leaf_id = excluded.leaf_id, next_seq = excluded.next_seq"
@@ -472,3 +475,7 @@ class PostgresSql(SqlDialect):
     @classmethod
     def match_param(cls, query: str) -> str | None:
         return to_tsquery_literal(parse_query(query))
+
+    @classmethod
+    def prepare_message_search(cls, database: Database) -> None:
+        """Nothing to do: a message's search vector is written with its row."""

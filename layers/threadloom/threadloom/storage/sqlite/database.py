@@ -117,6 +117,9 @@ class SqliteDatabase:
         self._counts_changes = isinstance(path_or_connection, str) and not _is_uri(path_or_connection)
         self.last_append: object | None = None
         """What the last append through this database left (SqliteSessionProvider's to read and set)."""
+        self.appends_to_next_index = 0
+        """Appends through this database before the next one also indexes waiting messages for search
+        (:mod:`threadloom.storage.sqlite.search_index`'s to read and set, under the write lock)."""
 
     @property
     def connection(self) -> sqlite3.Connection:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from threadloom.search import parse_query, to_fts5_match
 from threadloom.storage.dialect import JUMP_SPAN, SqlDialect
+
+if TYPE_CHECKING:
+    from threadloom.storage.database import Database
 
 _NEXT_ACTIVITY = "(SELECT COALESCE(MAX(activity_seq), 0) + 1 FROM threadloom_sessions WHERE namespace = :namespace)"
 _FORK_PATH = (
@@ -134,13 +137,20 @@ class SqliteSql(SqlDialect):
         f"{_FORK_JUMP} "
         "FROM plan q CROSS JOIN threadloom_messages m ON m.session_id = :sid AND m.id = q.old_id"
     )
+    # A copy takes its source's full-text row when the source is indexed, and waits to be indexed when
+    # the source does (migration 0011): every copy is searchable once the waiting rows are indexed.
     # CROSS JOIN fixes the join order (SQLite's rule): from the path, one key lookup per row.
     index_copied_path = (
         f"{_FORK_PLAN} INSERT INTO threadloom_message_fts (rowid, content) "
         "SELECT n.rowid, f.content FROM plan q "
         "CROSS JOIN threadloom_messages m ON m.session_id = :sid AND m.id = q.old_id "
         "CROSS JOIN threadloom_message_fts f ON f.rowid = m.rowid "
-        f"CROSS JOIN threadloom_messages n ON n.session_id = :target AND n.id = {_FORK_ID}"
+        f"CROSS JOIN threadloom_messages n ON n.session_id = :target AND n.id = {_FORK_ID}",
+        f"{_FORK_PLAN} INSERT OR IGNORE INTO threadloom_message_fts_pending (message_rowid) "
+        "SELECT n.rowid FROM plan q "
+        "CROSS JOIN threadloom_messages m ON m.session_id = :sid AND m.id = q.old_id "
+        "CROSS JOIN threadloom_message_fts_pending p ON p.message_rowid = m.rowid "
+        f"CROSS JOIN threadloom_messages n ON n.session_id = :target AND n.id = {_FORK_ID}",
     )
     set_copied_head = (
         "INSERT INTO threadloom_session_heads (session_id, leaf_id, next_seq) VALUES (:target, :leaf, :next_seq) "
@@ -217,11 +227,27 @@ class SqliteSql(SqlDialect):
     clear_messages = "DELETE FROM threadloom_messages WHERE session_id = :sid"
     clear_head = "UPDATE threadloom_session_heads SET leaf_id = NULL WHERE session_id = :sid"
 
+    # A message is not indexed in the transaction that writes it: its rowid waits in
+    # threadloom_message_fts_pending (migration 0011) until a batch indexes it, before any search
+    # (threadloom.storage.sqlite.search_index). A message without searchable text never waits.
     index_message = (
-        "INSERT INTO threadloom_message_fts (rowid, content) "
-        "SELECT rowid, :text FROM threadloom_messages WHERE session_id = :sid AND id = :id AND :text <> ''"
+        "INSERT OR IGNORE INTO threadloom_message_fts_pending (message_rowid) "
+        "SELECT rowid FROM threadloom_messages WHERE session_id = :sid AND id = :id AND :text <> ''"
     )
-    index_row = "INSERT INTO threadloom_message_fts (rowid, content) VALUES (?, ?)"
+    # The append's (SqliteSessionProvider._insert_row): ?1 the new row's rowid. OR IGNORE: a rowid
+    # freed by a deleted message that was still waiting may be waiting already.
+    pend_row = "INSERT OR IGNORE INTO threadloom_message_fts_pending (message_rowid) VALUES (?)"
+    # A batch (search_index.index_pending), oldest rowid first: ?1 how many. A NULL content is a
+    # message deleted while it waited.
+    any_pending = "SELECT EXISTS (SELECT 1 FROM threadloom_message_fts_pending)"
+    pending_rows = (
+        "SELECT p.message_rowid, m.content FROM threadloom_message_fts_pending p "
+        "LEFT JOIN threadloom_messages m ON m.rowid = p.message_rowid ORDER BY p.message_rowid LIMIT ?"
+    )
+    # OR REPLACE: whatever the index holds under that rowid gives way to the message's current text.
+    index_pending_row = "INSERT OR REPLACE INTO threadloom_message_fts (rowid, content) VALUES (?, ?)"
+    # ?1 the last rowid of the batch: every waiting rowid up to it was read by the batch.
+    drop_pending_rows = "DELETE FROM threadloom_message_fts_pending WHERE message_rowid <= ?"
     unindex_message = (
         "DELETE FROM threadloom_message_fts WHERE rowid = "
         "(SELECT rowid FROM threadloom_messages WHERE session_id = :sid AND id = :id)"
@@ -445,3 +471,10 @@ class SqliteSql(SqlDialect):
     @classmethod
     def match_param(cls, query: str) -> str | None:
         return to_fts5_match(parse_query(query))
+
+    @classmethod
+    def prepare_message_search(cls, database: Database) -> None:
+        """Index the messages still waiting for it (:func:`threadloom.storage.sqlite.search_index.catch_up`)."""
+        from threadloom.storage.sqlite.search_index import catch_up  # that module reads this one's statements
+
+        catch_up(database)

@@ -1,11 +1,13 @@
 """The message tree on SQLite: the shared SQL logic with an append of three or four statements.
 
 The shared :class:`SqlSessionProvider` spends eight statements on an append (head, lock,
-overlay targets, duplicate check, parent, row, full-text row, head update). On SQLite
+overlay targets, duplicate check, parent, row, full-text mark, head update). On SQLite
 each one is a trip through the sqlite3 module, so here one read answers all the
-questions at once and the full-text row is keyed by the new row's ``rowid`` without a
-lookup: read, insert, index, head upsert. The rare append whose id ends a compaction
-overlay (its running estimate must be rebuilt) goes through the shared code.
+questions at once and the new row's ``rowid`` is marked for the full-text index without
+a lookup: read, insert, mark, head upsert. The message is indexed later, with others, by
+a batch (:mod:`threadloom.storage.sqlite.search_index`): every 64th append runs one. The
+rare append whose id ends a compaction overlay (its running estimate must be rebuilt) goes
+through the shared code.
 
 Consecutive appends to one session skip the read: the database remembers the head the
 last append left (:class:`_LastAppend`) and trusts it while the connection's change
@@ -23,6 +25,7 @@ from threadloom.records import OMITTED, AppendResult, Message, Omitted
 from threadloom.storage.database import utc_now
 from threadloom.storage.dialect import JUMP_SPAN
 from threadloom.storage.sqlite.database import translate_sqlite_error
+from threadloom.storage.sqlite.search_index import after_appends
 from threadloom.storage.sqlite.sql import SqliteSql
 from threadloom.storage.tree import SqlSessionProvider, _PreparedMessage, leaf_moved
 from threadloom.storage.values import check_storable_values
@@ -101,6 +104,7 @@ class SqliteSessionProvider(SqlSessionProvider):
                 assert row is not None
             assert head is not None
             depth, path_tokens = row
+            after_appends(database, 1)  # every INDEX_EVERY-th append also indexes a batch for search
         changes = transaction.committed_changes
         if remember and changes is not None:
             database.last_append = _LastAppend(
@@ -117,6 +121,20 @@ class SqliteSessionProvider(SqlSessionProvider):
                 version=version,
             )
         return AppendResult(prepared.id, head.parent_id, True, path_tokens)
+
+    def append_chain(
+        self,
+        messages: list[Message],
+        parent_id: str | Omitted | None = OMITTED,
+        *,
+        expected_leaf_id: str | None = None,
+    ) -> list[AppendResult]:
+        """The shared chain append; its messages count towards the next batch of the search index."""
+        database = self._database
+        with database.write():
+            results = super().append_chain(messages, parent_id, expected_leaf_id=expected_leaf_id)
+            after_appends(database, sum(result.inserted for result in results))
+        return results
 
     def _append_read(
         self,
@@ -168,7 +186,7 @@ class SqliteSessionProvider(SqlSessionProvider):
     def _insert_row(
         self, connection: sqlite3.Connection, prepared: _PreparedMessage, head: _Head, *, duplicate_ok: bool
     ) -> tuple[int, int] | None:
-        """Insert the row under ``head``, its full-text row and the new head: ``(depth, path_tokens)``.
+        """Insert the row under ``head``, its mark for the full-text index and the new head: ``(depth, path_tokens)``.
 
         With ``duplicate_ok``, None when the primary key refused the row (nothing was written).
         """
@@ -197,7 +215,7 @@ class SqliteSessionProvider(SqlSessionProvider):
                     return None
                 raise
             if prepared.text:
-                connection.execute(SqliteSql.index_row, (row_id, prepared.text))
+                connection.execute(SqliteSql.pend_row, (row_id,))
             connection.execute(SqliteSql.append_head, (self.session_id, prepared.id, head.next_seq + 1))
         except sqlite3.Error as error:
             raise translate_sqlite_error(error, self._database.busy_timeout) from error

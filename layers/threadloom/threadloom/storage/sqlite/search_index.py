@@ -1,0 +1,109 @@
+"""SQLite's message search index, filled in batches instead of in every append's transaction.
+
+An FTS5 insert writes a new index segment when its transaction commits: indexing each message
+in its own append took some 40% of the append's time. So nothing that writes a message indexes
+it: it records the row's rowid in ``threadloom_message_fts_pending`` (migration 0011; see
+``SqliteSql.pend_row``, ``index_message`` and ``index_copied_path``), and :func:`index_pending`
+indexes the rows waiting there, many per transaction (one segment for all of them):
+
+- before every message search, all of them (:func:`catch_up`, run by
+  ``SqliteSql.prepare_message_search``): a search finds exactly what it would if every message
+  had been indexed by its own append;
+- inside every :data:`INDEX_EVERY`-th append through one database, a bounded batch
+  (:func:`after_appends`), so the backlog stays small when nobody searches.
+
+Unindexing is unchanged: deleting or rewriting a message deletes its FTS5 row (nothing when it
+was still waiting), and a rewrite marks it again. A waiting rowid whose message is gone is
+dropped by the next batch; a rowid reused by a new message is marked again by that message, and
+a batch indexes the current text of whatever message holds the rowid.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import TYPE_CHECKING, Final
+
+from threadloom.search import searchable_text
+from threadloom.storage.sqlite.database import SqliteDatabase, translate_sqlite_error
+from threadloom.storage.sqlite.sql import SqliteSql
+
+if TYPE_CHECKING:
+    from threadloom.storage.database import Database
+
+INDEX_EVERY: Final = 64
+"""Appends through one database between two batches run inside an append.
+
+A batch costs one FTS5 segment and one read of the waiting rows whatever its size, so 64
+messages share what each of them paid alone; the append that runs it takes well under a
+millisecond more (a JSON parse per message and one segment), and the backlog a search may
+have to index stays near 64 messages.
+"""
+BATCH_PER_APPEND: Final = 2
+"""An append's batch indexes up to this many rows per append counted since the previous batch:
+more than those appends left, so rows marked by other writers (updates, imports, forks, other
+processes) are absorbed too, yet bounded, so that no append pays for a large backlog."""
+SEARCH_BATCH: Final = 1_000
+"""Rows indexed per write transaction before a search: other writers wait at most one batch."""
+
+
+def index_pending(connection: sqlite3.Connection, limit: int) -> int:
+    """Index up to ``limit`` waiting rows, lowest rowid first, inside the caller's write transaction.
+
+    Returns how many waiting rows it took: indexed, or dropped because the message has no
+    searchable text or is gone. Fewer than ``limit`` means none is left.
+    """
+    rows = connection.execute(SqliteSql.pending_rows, (limit,)).fetchall()
+    if not rows:
+        return 0
+    connection.executemany(
+        SqliteSql.index_pending_row,
+        [(rowid, text) for rowid, content in rows if content is not None and (text := _searchable(content))],
+    )
+    connection.execute(SqliteSql.drop_pending_rows, (rows[-1][0],))
+    return len(rows)
+
+
+def after_appends(database: SqliteDatabase, count: int) -> None:
+    """Count ``count`` messages just appended in the open write transaction; a batch when it is due.
+
+    The countdown starts at 0, so the first append through a new database runs a batch too: a
+    process that appends fewer than :data:`INDEX_EVERY` times (a command-line call) still
+    indexes what earlier ones left.
+    """
+    database.appends_to_next_index -= count
+    if database.appends_to_next_index <= 0:
+        limit = BATCH_PER_APPEND * (INDEX_EVERY - database.appends_to_next_index)
+        database.appends_to_next_index = INDEX_EVERY
+        try:
+            index_pending(database.connection, limit)
+        except sqlite3.Error as error:
+            raise translate_sqlite_error(error, database.busy_timeout) from error
+
+
+def catch_up(database: Database) -> None:
+    """Index every waiting row, each :data:`SEARCH_BATCH` in its own write transaction.
+
+    One cheap read first: with nothing waiting (the usual case) no write transaction is taken.
+    Called outside any transaction, before a search's own read: the search then sees every
+    message committed before it started.
+    """
+    assert isinstance(database, SqliteDatabase)
+    if not database.query_once(SqliteSql.any_pending)[0][0]:
+        return
+    handled = SEARCH_BATCH
+    while handled == SEARCH_BATCH:
+        with database.write():
+            try:
+                handled = index_pending(database.connection, SEARCH_BATCH)
+            except sqlite3.Error as error:
+                raise translate_sqlite_error(error, database.busy_timeout) from error
+            database.appends_to_next_index = INDEX_EVERY  # nothing is left: appends need no batch soon
+
+
+def _searchable(content: str) -> str:
+    """What the append would have indexed: the text parts of the stored message."""
+    try:
+        return searchable_text(json.loads(content))
+    except (ValueError, RecursionError):  # not JSON: a row written by hand, with no text to find
+        return ""
