@@ -14,6 +14,11 @@ both equally. Printed ratios and their targets:
   synchronous=NORMAL and =FULL <= 1.3x
 - every page of a 10,000-message history (200 per page) / one library read <= 2x
 
+Threadloom indexes SQLite's full-text search in batches: an append marks its message, and every
+64th append (``INDEX_EVERY``) and any search index what waits, many messages per FTS5 segment;
+the raw baseline indexes each message in its own transaction. So the SQLite section also prints
+the mean append (it includes the batches) and the first search after 63 appends (it indexes them).
+
 Run: .venv/bin/python bench/users_config.py   (PostgreSQL from TEST_DATABASE_URL; a scratch database)
 """
 
@@ -33,6 +38,7 @@ import pg8000.native
 from threadloom import PostgresStore, Session, SqliteStore
 from threadloom.api.runtime import Runtime, Settings
 from threadloom.storage.postgres.connection import parse_database_url
+from threadloom.storage.sqlite.search_index import INDEX_EVERY
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scratch import scratch_postgres
@@ -43,6 +49,8 @@ if TYPE_CHECKING:
 SAMPLES = 400
 OPEN_SAMPLES = 40
 PAGING_SAMPLES = 9
+SEARCH_SAMPLES = 15
+SEARCHED = "lighthouse"  # in no message: the search itself costs little, what it indexes first shows
 HISTORY = 10_000
 PAGE = 200
 TEXT = "The quick brown fox jumps over the lazy dog while the agent takes careful notes. "
@@ -97,6 +105,10 @@ def ratio_line(label: str, ours: float, raw: float, target: float, unit: str = "
     verdict = "ok" if met else "MISSED"
     print(f"  {label:<52} {ours:10.1f} {raw:10.1f} {unit}  {ratio:5.2f}x  (target <= {target}) {verdict}")
     return met
+
+
+def info_line(label: str, ours: float, raw: float, unit: str = "µs") -> None:
+    print(f"  {label:<52} {ours:10.1f} {raw:10.1f} {unit}  {ours / raw:5.2f}x")
 
 
 def postgres(url: str) -> bool:
@@ -217,11 +229,31 @@ def sqlite(folder: str, synchronous: str) -> bool:
         theirs.append(timed(insert))
         leaf = item["id"]
     ok = ratio_line(f"append p50, synchronous={synchronous}", statistics.median(ours), statistics.median(theirs), 1.3)
+    info_line(f"append mean, synchronous={synchronous}", statistics.fmean(ours), statistics.fmean(theirs))
+    first_search_after_backlog(store, session)
     if synchronous == "normal":
         ok &= paging(users, "SQLite")
     raw.close()
     store.close()
     return ok
+
+
+def first_search_after_backlog(store: SqliteStore, session: Any) -> None:
+    """The median first search after INDEX_EVERY - 1 appends (all waiting to be indexed), and the next one."""
+    database = store.database
+    first, again = [], []
+    session.search(SEARCHED)  # nothing waits from here: the next INDEX_EVERY - 1 appends run no batch
+    for sample in range(SEARCH_SAMPLES):
+        for index in range(INDEX_EVERY - 1):
+            session.append_message(message(f"backlog{sample}-{index}"))
+        waiting = database.connection.execute("SELECT COUNT(*) FROM threadloom_message_fts_pending").fetchall()
+        assert waiting[0][0] == INDEX_EVERY - 1, waiting
+        first.append(timed(lambda: session.search(SEARCHED)))
+        again.append(timed(lambda: session.search(SEARCHED)))
+    print(
+        f"  {f'first search after {INDEX_EVERY - 1} appends (p50)':<52} {statistics.median(first):10.1f} µs"
+        f"  (the next search: {statistics.median(again):.1f} µs)"
+    )
 
 
 def main() -> int:
