@@ -7,7 +7,6 @@ It deliberately is not a real tokenizer; it must agree with the reference exactl
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -16,8 +15,6 @@ from threadloom.jscompat import JS_WHITESPACE_RUN, compact_json, js_string, utf1
 CHARS_PER_TOKEN = 4
 WORDS_TOKEN_MULTIPLIER = 1.3
 TOKENS_PER_MESSAGE = 4
-# ASCII characters str.split() treats as whitespace and JavaScript's \s does not.
-_PYTHON_ONLY_ASCII_SPACE = re.compile("[\x1c-\x1f]")
 
 
 def estimate_string_tokens(text: str | None) -> int:
@@ -26,7 +23,9 @@ def estimate_string_tokens(text: str | None) -> int:
         return 0
     if text.isascii():  # one UTF-16 unit per character
         chars = len(text) / CHARS_PER_TOKEN
-        if _PYTHON_ONLY_ASCII_SPACE.search(text) is None:
+        # U+001C..U+001F: the ASCII characters str.split() treats as whitespace and JavaScript's \s does
+        # not. Four substring tests are seven times faster than a regex search (every append runs this).
+        if "\x1c" not in text and "\x1d" not in text and "\x1e" not in text and "\x1f" not in text:
             words = len(text.split())  # same words as JS's \s here, five times faster than the regex
             return math.ceil(max(chars, words * WORDS_TOKEN_MULTIPLIER))
     else:

@@ -31,6 +31,9 @@ def test_javascript_whitespace_rules() -> None:
     # U+FEFF splits words in JS but not in str.split(); \x1c does the opposite
     assert estimate_string_tokens("a\ufeffb\ufeffc") == 4
     assert estimate_string_tokens("a\x1cb\x1cc") == 2
+    for separator in "\x1c\x1d\x1e\x1f":  # every ASCII character str.split() alone takes for a space
+        assert estimate_string_tokens(f"one{separator}two{separator}three{separator}four") == 5
+    assert estimate_string_tokens("one\x1btwo\x1bthree\x1bfour four") == 6  # ESC is no space anywhere
 
 
 def test_message_vector_with_tool_part() -> None:
