@@ -241,6 +241,28 @@ def test_a_fork_of_waiting_messages_is_searchable(store: SqliteStore) -> None:
     assert indexed(store) == expected_index(store)
 
 
+def test_a_long_fork_with_overlays_of_a_source_never_searched(store: SqliteStore) -> None:
+    # Given a source whose rows are partly indexed by append batches and partly waiting, with overlays
+    manager = SessionManager.create(store, namespace="n")
+    source = manager.create("source").id
+    for index in range(3 * INDEX_EVERY + 10):
+        manager.append(source, text_message(f"s{index}", f"turn{index} voyage"))
+    manager.add_compaction(source, "summary of the start", "s3", "s40")
+    manager.add_compaction(source, "summary of the middle", "s100", "s120")
+    assert pending(store) and indexed(store)
+    # When it is forked, then searched
+    fork = manager.fork(source, f"s{3 * INDEX_EVERY + 9}", "fork")
+    copies = manager.get_history(fork.id)
+    assert_invariant(store)
+    # Then every copy is found by its own text, in the fork, exactly as in the source
+    found = manager.get_session(fork.id).search("voyage", limit=10_000)
+    expected = {message["id"]: searchable_text(message) for message in copies if "voyage" in searchable_text(message)}
+    assert len(expected) == 3 * INDEX_EVERY + 10 - 38 - 21
+    assert {hit.id: hit.content for hit in found} == expected
+    assert hits(manager.get_session(fork.id), "summary") == sorted([copies[3]["id"], copies[63]["id"]])
+    assert indexed(store) == expected_index(store)
+
+
 def test_appends_alone_keep_the_backlog_small(store: SqliteStore) -> None:
     session = Session.create(store).for_session("s")
     most = 0

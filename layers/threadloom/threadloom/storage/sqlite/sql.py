@@ -139,7 +139,8 @@ class SqliteSql(SqlDialect):
     )
     # A copy takes its source's full-text row when the source is indexed, and waits to be indexed when
     # the source does (migration 0011): every copy is searchable once the waiting rows are indexed.
-    # CROSS JOIN fixes the join order (SQLite's rule): from the path, one key lookup per row.
+    # CROSS JOIN fixes the join order (SQLite's rule): the first from the path, one key lookup per row;
+    # the second from the few waiting rows (none: the path is not even walked), the path looked up by id.
     index_copied_path = (
         f"{_FORK_PLAN} INSERT INTO threadloom_message_fts (rowid, content) "
         "SELECT n.rowid, f.content FROM plan q "
@@ -147,9 +148,9 @@ class SqliteSql(SqlDialect):
         "CROSS JOIN threadloom_message_fts f ON f.rowid = m.rowid "
         f"CROSS JOIN threadloom_messages n ON n.session_id = :target AND n.id = {_FORK_ID}",
         f"{_FORK_PLAN} INSERT OR IGNORE INTO threadloom_message_fts_pending (message_rowid) "
-        "SELECT n.rowid FROM plan q "
-        "CROSS JOIN threadloom_messages m ON m.session_id = :sid AND m.id = q.old_id "
-        "CROSS JOIN threadloom_message_fts_pending p ON p.message_rowid = m.rowid "
+        "SELECT n.rowid FROM threadloom_message_fts_pending w "
+        "CROSS JOIN threadloom_messages m ON m.rowid = w.message_rowid AND m.session_id = :sid "
+        "CROSS JOIN plan q ON q.old_id = m.id "
         f"CROSS JOIN threadloom_messages n ON n.session_id = :target AND n.id = {_FORK_ID}",
     )
     set_copied_head = (
