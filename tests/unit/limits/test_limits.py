@@ -223,3 +223,27 @@ def test_a_message_the_session_checked_is_not_walked_again_by_the_storage_under_
     validate_message(checked)
     validate_message(checked)
     assert len(walks) == 2
+
+
+def test_a_message_is_stored_as_its_compact_json() -> None:
+    from threadloom.core.messages import serialize_message
+    from threadloom.jscompat import compact_json
+
+    # The stored text skips the encoder's cycle check (messages are validated first) and is the same
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "id": "m1",
+        "parts": [
+            {"type": "text", "text": 'héllo «q» "x" \\ \u2028 😀'},
+            {"type": "tool-x", "input": [1.5, None, True]},
+        ],
+        "metadata": {"big": 2**62, "neg": -1e-7, "nested": {"deep": [[{}]]}},
+    }
+    assert serialize_message(message) == compact_json(message)
+    # A message that contains itself (never validated) is refused, not a crash
+    looped: dict[str, Any] = {"id": "loop", "role": "user", "parts": []}
+    looped["parts"].append(looped)
+    with pytest.raises(ValidationError, match="contains itself"):
+        serialize_message(looped)
+    with pytest.raises(ValidationError, match="not JSON-serializable"):
+        serialize_message({"id": "set", "role": "user", "parts": [{"type": "x", "value": {1}}]})

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from threadloom.core.limits import HARD_LIMITS, Limits, take_just_checked
 from threadloom.errors import ValidationError
-from threadloom.jscompat import compact_json
+from threadloom.jscompat import compact_json_tree
 
 if TYPE_CHECKING:
     from threadloom.records import Message
@@ -32,11 +32,17 @@ def validate_message(message: Any, limits: Limits = HARD_LIMITS) -> Message:
 
 
 def serialize_message(message: Message) -> str:
-    """Compact JSON, as the reference stores it; refuses values JSON cannot represent."""
+    """Compact JSON, as the reference stores it; refuses values JSON cannot represent.
+
+    Messages reach it validated (:func:`validate_message` refuses any nesting deeper than the
+    limit, so none contains itself): it skips the encoder's cycle check, a quarter of the cost.
+    """
     try:
-        return compact_json(message)
+        return compact_json_tree(message)
     except (TypeError, ValueError) as error:
         raise ValidationError(f"Message {message.get('id')!r} is not JSON-serializable: {error}") from error
+    except RecursionError:
+        raise ValidationError(f"Message {message.get('id')!r} is nested too deeply or contains itself") from None
 
 
 def parse_stored_message(content: str) -> Message | None:
