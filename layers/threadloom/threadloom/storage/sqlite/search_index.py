@@ -35,9 +35,10 @@ INDEX_EVERY: Final = 64
 """Appends through one database between two batches run inside an append.
 
 A batch costs one FTS5 segment and one read of the waiting rows whatever its size, so 64
-messages share what each of them paid alone; the append that runs it takes well under a
-millisecond more (a JSON parse per message and one segment), and the backlog a search may
-have to index stays near 64 messages.
+messages share what each of them paid alone. The append that runs it takes about a millisecond
+more for 64 short messages (a JSON parse and an FTS5 insert each, one segment at the commit),
+and the backlog a search may have to index stays small: under 64 messages per appending store
+when nothing else marks any.
 """
 BATCH_PER_APPEND: Final = 2
 """An append's batch indexes up to this many rows per append counted since the previous batch:
