@@ -6,8 +6,11 @@ production; the version pin in pyproject and the layer's requirements must move 
 
 from __future__ import annotations
 
+import dis
 import inspect
+import io
 import tomllib
+from collections import defaultdict
 from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path
@@ -16,6 +19,7 @@ from typing import Any
 import pg8000.core
 import pg8000.native
 import pytest
+from pg8000.converters import string_in
 from pg8000.exceptions import DatabaseError
 from threadloom.storage.postgres.pipeline import PG8000_VERSION, run_pipelined, run_pipelined_together
 
@@ -49,6 +53,52 @@ def test_the_internals_used_are_there_with_the_shapes_relied_on(connection: Any)
     assert pg8000.core.SYNC_MSG == b"S\x00\x00\x00\x04"
     assert pg8000.core.FLUSH_MSG == b"H\x00\x00\x00\x04"
     assert pg8000.core.EXECUTE_MSG == b"E\x00\x00\x00\t\x00\x00\x00\x00\x00"
+
+
+def _instructions(function: Any) -> list[tuple[str, Any]]:
+    return [
+        (step.opname, step.argval) for step in dis.get_instructions(function) if step.opname not in ("RESUME", "NOP")
+    ]
+
+
+def test_the_internals_the_answer_reader_uses_are_there_with_the_shapes_relied_on(connection: Any) -> None:
+    core = pg8000.core.CoreConnection
+    # read_answer peeks at the socket's buffer and consumes exactly what it parsed
+    assert isinstance(connection._sock, io.BufferedRWPair)
+    assert callable(connection._sock.peek)
+    # messages it does not parse go to pg8000's handler for their one-byte code
+    for code in (b"E", b"N", b"S", b"A", b"T", b"D", b"C", b"Z"):
+        assert connection.message_types[code].__func__ is not None, code
+    assert connection.message_types[b"E"].__func__ is core.handle_ERROR_RESPONSE
+    assert connection.message_types[b"N"].__func__ is core.handle_NOTICE_RESPONSE
+    # the codes it skips are the ones whose handlers do nothing
+    nothing = _instructions(lambda self, data, context: None)
+    for code in (b"1", b"2", b"3", b"n", b"t", b"s", b"I"):
+        assert _instructions(connection.message_types[code]) == nothing, code
+    # a RowDescription's columns: name, then table oid, column number, type oid, size, modifier, format
+    assert pg8000.core.ihihih_unpack.__self__.format == "!ihihih"
+    row_description = inspect.getsource(core.handle_ROW_DESCRIPTION)
+    assert 'input_funcs.append(self.pg_types[field["type_oid"]])' in row_description
+    assert "context.columns = columns" in row_description  # columns: nothing of ours reads them
+    assert "if context.rows is None:" in row_description
+    assert isinstance(connection.pg_types, defaultdict)
+    assert connection.pg_types[23] is pg8000.converters.PG_TYPES[23]
+    assert connection.pg_types[-12345] is string_in  # a defaultdict: unknown types read as text
+    # a DataRow's values: NULL for length -1, else text in the client encoding through the input function
+    data_row = inspect.getsource(core.handle_DATA_ROW)
+    assert "for func in context.input_funcs:" in data_row
+    assert "v = func(str(data[idx : idx + vlen], encoding=self._client_encoding))" in data_row
+    # CommandComplete is pg8000's own; ReadyForQuery stores the transaction status byte
+    assert list(inspect.signature(connection.handle_COMMAND_COMPLETE).parameters) == ["data", "context"]
+    assert "self._transaction_status = data" in inspect.getsource(core.handle_READY_FOR_QUERY)
+    assert hasattr(connection, "_transaction_status")
+    # the loop read_answer replaces, and the reads it falls back to for a message not all buffered
+    handle_messages = inspect.getsource(core.handle_messages)
+    assert "code, data_len = ci_unpack(_read(self._sock, 5))" in handle_messages
+    assert "if context.error is not None:" in handle_messages
+    assert list(inspect.signature(pg8000.core._read).parameters) == ["sock", "size"]
+    assert pg8000.core.ci_unpack(b"Z\x00\x00\x00\x05") == (b"Z", 5)
+    assert {"error", "rows", "input_funcs", "row_count", "statement"} <= set(vars(pg8000.core.Context("x")))
 
 
 def test_a_statement_returns_typed_rows_and_nulls(connection: Any) -> None:

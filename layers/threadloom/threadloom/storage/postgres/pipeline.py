@@ -3,7 +3,9 @@
 pg8000's ``run`` sends an unnamed statement's Parse, Describe, Bind and Execute but waits
 for the server after Parse and after Describe: three round trips to learn nothing it uses.
 Here the messages leave together, closed by one Sync, as libpq's PQexecParams sends them.
-Independent reads can also share one round trip (:func:`run_pipelined_together`).
+Independent reads can also share one round trip (:func:`run_pipelined_together`). The answer
+is parsed by :func:`read_answer` rather than pg8000's ``handle_messages``, which every round
+trip would otherwise pay for with two reads and two copies per message.
 
 The methods used below are not pg8000's public API, so the driver is pinned to exactly
 :data:`PG8000_VERSION` (pyproject and the layer's requirements) and
@@ -16,6 +18,7 @@ socket.
 from __future__ import annotations
 
 from functools import lru_cache
+from struct import Struct
 from typing import TYPE_CHECKING, Any, Final
 
 import pg8000.native  # type: ignore[import-untyped]
@@ -28,6 +31,8 @@ from pg8000.core import (  # type: ignore[import-untyped]
     PARSE,
     SYNC_MSG,
     Context,
+    _read,
+    ci_unpack,
 )
 from pg8000.exceptions import InterfaceError  # type: ignore[import-untyped]
 
@@ -52,6 +57,7 @@ TIMEOUTS_SQL: Final = (
 CACHE_COMMIT_SQL: Final = "SELECT WHERE set_config('synchronous_commit', 'off', true) IS NULL"
 
 _UNNAMED: Final = b"\x00"
+_NULL: Final = 0
 _DESCRIBE: Final = b"D"
 _STATEMENT: Final = b"S"
 
@@ -67,13 +73,13 @@ def run_pipelined(
     """Run ``sql`` with ``params`` in one round trip; ``timeouts`` (lock, statement) in ms apply to it.
 
     ``cache_commit`` sends :data:`CACHE_COMMIT_SQL` first, in the same implicit transaction.
-    If any step fails the server skips the rest up to the Sync and pg8000 raises the
-    error after reading everything up to ReadyForQuery, so the connection stays usable.
+    If any step fails the server skips the rest up to the Sync and the error is raised
+    once everything up to ReadyForQuery was read, so the connection stays usable.
     """
     statement, _ = compiled(sql)
     _send(connection, _payload(connection, [(sql, params)], timeouts, cache_commit=cache_commit))
     context = Context(statement)
-    connection.handle_messages(context)
+    read_answer(connection, context)
     rows: list[list[Any]] | None = context.rows
     return rows
 
@@ -92,7 +98,7 @@ def run_pipelined_together(
     """
     _send(connection, _payload(connection, statements, timeouts))
     context = _ResultPerStatement(statements[0][0] if statements else "")
-    connection.handle_messages(context)
+    read_answer(connection, context)
     if len(context.results) != len(statements):
         raise InterfaceError(f"expected {len(statements)} results, the server described {len(context.results)}")
     return context.results
@@ -101,9 +107,10 @@ def run_pipelined_together(
 class _ResultPerStatement(Context):  # type: ignore[misc]
     """A pg8000 Context that keeps each statement's rows apart.
 
-    pg8000 handles a RowDescription by assigning ``input_funcs`` (and ``rows`` when unset),
-    then appends every DataRow to ``rows``; each described statement's RowDescription comes
-    before its rows, so starting a new list there separates the results.
+    A RowDescription is handled by assigning ``input_funcs`` (and ``rows`` when unset), then
+    every DataRow is appended to ``rows``, by :func:`read_answer` as by pg8000; each described
+    statement's RowDescription comes before its rows, so starting a new list there separates
+    the results.
     """
 
     def __init__(self, statement: str) -> None:
@@ -121,6 +128,118 @@ class _ResultPerStatement(Context):  # type: ignore[misc]
         rows: list[list[Any]] = []
         self.rows = rows
         self.results.append(rows)
+
+
+#: Messages whose pg8000 handler does nothing: ParseComplete, BindComplete, CloseComplete,
+#: NoData, ParameterDescription, PortalSuspended, EmptyQueryResponse.
+_NOTHING_TO_DO: Final = frozenset(b"123ntsI")
+_ROW_DESCRIPTION: Final = ord("T")
+_DATA_ROW: Final = ord("D")
+_COMMAND_COMPLETE: Final = ord("C")
+_READY_FOR_QUERY: Final = ord("Z")
+_READY_FOR_QUERY_CODE: Final = b"Z"
+#: A message's code (one byte) and its length (four, counting themselves but not the code).
+_HEADER: Final = 5
+#: What follows a column's name in a RowDescription: table oid, column number, type oid, type
+#: size, type modifier, format code. The type oid starts 6 bytes in.
+_COLUMN_FIELDS: Final = 18
+_TYPE_OID_OFFSET: Final = 6
+_int32: Final = Struct("!i").unpack_from
+_uint16: Final = Struct("!H").unpack_from
+
+
+def read_answer(connection: Connection, context: Any) -> None:
+    """What pg8000's ``handle_messages`` does with one answer, without its per-message cost.
+
+    pg8000 reads each message's header and body with a read call each, copying both twice,
+    and builds a dict per column of a RowDescription. Here every complete message already
+    buffered is parsed from one ``peek``, then exactly those bytes are consumed, so nothing
+    after the ReadyForQuery that ends this answer leaves the socket's buffer (the next
+    reader, ours or pg8000's, finds its answer whole). A message not all there yet (a row
+    bigger than the buffer, or one still arriving) is read and handled by pg8000 itself, so
+    reading nothing or a socket error raises what pg8000 raises, for database.py to classify.
+    Only the messages of a normal answer are parsed here; any other (an error, a notice, a
+    parameter status) goes to pg8000's handler. As in pg8000, the server's error is raised
+    once the ReadyForQuery was read, so the connection stays in sync.
+    """
+    sock = connection._sock
+    functions: list[Any] = context.input_funcs
+    rows: list[list[Any]] | None = context.rows
+    encoding: str = connection._client_encoding
+    finished = False
+    while not finished:
+        buffered: bytes = sock.peek()  # at most one read from the socket, only when nothing is buffered
+        end = len(buffered)
+        position = 0
+        try:
+            while position + _HEADER <= end:
+                code = buffered[position]
+                start = position + _HEADER
+                stop = position + 1 + _int32(buffered, position + 1)[0]
+                if stop > end:
+                    break
+                message_start, position = position, stop
+                if code in _NOTHING_TO_DO:
+                    continue
+                if code == _DATA_ROW:
+                    rows.append(_row(buffered, start, functions, encoding))  # type: ignore[union-attr]
+                elif code == _ROW_DESCRIPTION:
+                    functions = _input_functions(connection, buffered, start, stop)
+                    context.input_funcs = functions  # the attribute: _ResultPerStatement starts a list here
+                    if context.rows is None:
+                        context.rows = []
+                    rows = context.rows
+                elif code == _COMMAND_COMPLETE:
+                    connection.handle_COMMAND_COMPLETE(buffered[start:stop], context)
+                elif code == _READY_FOR_QUERY:
+                    connection._transaction_status = buffered[start:stop]
+                    finished = True
+                    break
+                else:
+                    connection.message_types[buffered[message_start : message_start + 1]](buffered[start:stop], context)
+                    functions, rows, encoding = context.input_funcs, context.rows, connection._client_encoding
+        finally:
+            if position:
+                sock.read(position)  # what was parsed (and any message whose handler raised), no more
+        if not position:  # not one whole message buffered: pg8000 reads and handles the next one
+            finished = _read_message_as_pg8000_does(connection, context)
+            functions, rows, encoding = context.input_funcs, context.rows, connection._client_encoding
+    if context.error is not None:
+        raise context.error
+
+
+def _row(buffered: bytes, start: int, functions: list[Any], encoding: str) -> list[Any]:
+    """A DataRow's values, each converted by its column's input function from text (None for NULL)."""
+    row: list[Any] = []
+    index = start + 2  # past the column count: like pg8000, go by the RowDescription's
+    for function in functions:
+        length = _int32(buffered, index)[0]
+        index += 4
+        if length == -1:
+            row.append(None)
+        else:
+            row.append(function(buffered[index : index + length].decode(encoding)))
+            index += length
+    return row
+
+
+def _read_message_as_pg8000_does(connection: Connection, context: Any) -> bool:
+    """Read one message with pg8000's own reads and handle it with its handler; True if it ended the answer."""
+    code, length = ci_unpack(_read(connection._sock, _HEADER))
+    connection.message_types[code](_read(connection._sock, length - 4), context)
+    return code == _READY_FOR_QUERY_CODE  # type: ignore[no-any-return]
+
+
+def _input_functions(connection: Connection, buffered: bytes, start: int, stop: int) -> list[Any]:
+    """The input function of each column a RowDescription describes, looked up by type oid as pg8000 does."""
+    types = connection.pg_types
+    functions: list[Any] = []
+    index = start + 2
+    for _ in range(_uint16(buffered, start)[0]):
+        index = buffered.find(_NULL, index, stop) + 1  # past the column's name
+        functions.append(types[_int32(buffered, index + _TYPE_OID_OFFSET)[0]])
+        index += _COLUMN_FIELDS
+    return functions
 
 
 def _payload(
