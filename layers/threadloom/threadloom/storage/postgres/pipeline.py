@@ -5,7 +5,9 @@ for the server after Parse and after Describe: three round trips to learn nothin
 Here the messages leave together, closed by one Sync, as libpq's PQexecParams sends them.
 Independent reads can also share one round trip (:func:`run_pipelined_together`). The answer
 is parsed by :func:`read_answer` rather than pg8000's ``handle_messages``, which every round
-trip would otherwise pay for with two reads and two copies per message.
+trip would otherwise pay for with two reads and two copies per message: an append's answer
+(ten small messages, already arrived) takes about 10 µs instead of about 30 µs, both counting
+about 4 µs to take it off the socket (``bench/answer_reader.py``, a busy 2-core VM).
 
 The methods used below are not pg8000's public API, so the driver is pinned to exactly
 :data:`PG8000_VERSION` (pyproject and the layer's requirements) and
