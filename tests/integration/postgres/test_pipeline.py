@@ -21,7 +21,7 @@ import pg8000.native
 import pytest
 from pg8000.converters import string_in
 from pg8000.exceptions import DatabaseError
-from threadloom.storage.postgres.pipeline import PG8000_VERSION, run_pipelined, run_pipelined_together
+from threadloom.storage.postgres.pipeline import PG8000_VERSION, _payload, run_pipelined, run_pipelined_together
 
 from tests.support.postgres import admin_connection
 
@@ -51,7 +51,6 @@ def test_the_internals_used_are_there_with_the_shapes_relied_on(connection: Any)
     assert list(inspect.signature(pg8000.core.Context).parameters)[:1] == ["statement"]
     assert (pg8000.core.PARSE, pg8000.core.BIND, pg8000.core.NULL_BYTE) == (b"P", b"B", b"\x00")
     assert pg8000.core.SYNC_MSG == b"S\x00\x00\x00\x04"
-    assert pg8000.core.FLUSH_MSG == b"H\x00\x00\x00\x04"
     assert pg8000.core.EXECUTE_MSG == b"E\x00\x00\x00\t\x00\x00\x00\x00\x00"
 
 
@@ -107,6 +106,14 @@ def test_a_statement_returns_typed_rows_and_nulls(connection: Any) -> None:
     )
     assert rows == [[7, "é", None]]
     assert run_pipelined(connection, "SELECT 1 WHERE CAST(:a AS int) = 0", {"a": 1}) == []
+
+
+def test_the_answer_comes_in_one_write_at_the_sync(connection: Any) -> None:
+    # no Flush ahead of the Sync: the server would send the answer up to CommandComplete, then
+    # ReadyForQuery apart, and the reader would wake up twice
+    payload = _payload(connection, [("SELECT CAST(:a AS int)", {"a": 1})], ("1000", "2000"), cache_commit=True)
+    assert payload.endswith(pg8000.core.EXECUTE_MSG + pg8000.core.SYNC_MSG)
+    assert pg8000.core.FLUSH_MSG not in payload
 
 
 def test_timeouts_apply_to_the_statement_only(connection: Any) -> None:
