@@ -216,6 +216,7 @@ def test_the_storage_boundary_refuses_unstorable_values_and_keeps_the_connection
         "parent_id": None,
         "expected_leaf_id": None,
         "created_at": "2026-01-01T00:00:00.000Z",
+        "lock_timeout": None,
         "id": "bad",
         "role": "user",
         "content": "{}",

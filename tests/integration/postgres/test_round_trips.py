@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from threadloom.api.runtime import Runtime, Settings
 from threadloom.errors import SessionNotFoundError
+from threadloom.storage.postgres import database as database_module
 from threadloom.storage.postgres.database import PostgresDatabase
 
 from tests.support.messages import text_message
@@ -82,10 +83,21 @@ def test_an_append_with_events_and_the_compaction_check_is_one_round_trip(runtim
     events: list[Any] = []
     session.on_event(events.append)
     session.append_message(text_message("first"))
-    with RoundTrips().counting() as sent:
+    sent_timeouts: list[tuple[str, object]] = []
+    run = database_module.run_pipelined
+
+    def recorded(connection: Any, sql: str, params: Any, **options: Any) -> Any:
+        sent_timeouts.append((sql, options.get("timeouts")))
+        return run(connection, sql, params, **options)
+
+    with RoundTrips().counting() as sent, pytest.MonkeyPatch.context() as patch:
+        patch.setattr(database_module, "run_pipelined", recorded)
         result = session.append_message(text_message("second"))
     assert result.inserted and events
     assert len(sent) == 1, sent
+    # and no timeouts statement goes ahead of it: the append function sets its own lock timeout (0012)
+    [(sql, timeouts)] = sent_timeouts
+    assert "threadloom_append_within(" in sql and timeouts is None, sent_timeouts
 
 
 def test_a_history_page_after_the_first_is_one_round_trip_with_the_session_check(runtime: Runtime) -> None:

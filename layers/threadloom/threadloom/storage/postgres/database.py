@@ -78,6 +78,12 @@ class ServerTimeouts:
             return None
         return (_milliseconds(self.lock), _milliseconds(self.statement))
 
+    @property
+    def lock_setting(self) -> str | None:
+        """The lock timeout for a statement that sets its own (``threadloom_append_within``); None: the server's."""
+        settings = self.as_settings()
+        return None if settings is None else settings[0]
+
     def begin_suffix(self) -> str:
         """Appended to START TRANSACTION (simple protocol, same round trip); values are our own numbers."""
         settings = self.as_settings()
@@ -284,7 +290,12 @@ class PostgresDatabase:
             raise self._translate(error) from error
 
     def execute_once(
-        self, sql: str, params: Mapping[str, Any] | None = None, *, durable: bool = True
+        self,
+        sql: str,
+        params: Mapping[str, Any] | None = None,
+        *,
+        durable: bool = True,
+        sets_own_lock_timeout: bool = False,
     ) -> list[list[Any]]:
         """One write statement, atomic on its own (autocommit). Never retried once sent.
 
@@ -292,13 +303,19 @@ class PostgresDatabase:
         so the error says so and the caller decides (appends are idempotent by id).
         ``durable=False`` (a cache): ``synchronous_commit`` is off for this statement's own
         transaction; joining an open transaction, the statement takes that one's durability.
+        ``sets_own_lock_timeout``: the statement sets the lock timeout itself (the append
+        function, given :attr:`ServerTimeouts.lock_setting`), so the timeouts statement that
+        would go ahead of it, about 60 µs of server time, is left out; it then runs without
+        the statement timeout, which no statement can set for itself.
         """
         with self._lock:
             if self._depth:
                 return self.run_on(self._connection, sql, params)
             connection = self._live_connection()
             try:
-                return self.run_on(connection, sql, params, timeouts=True, cache_commit=not durable)
+                return self.run_on(
+                    connection, sql, params, timeouts=not sets_own_lock_timeout, cache_commit=not durable
+                )
             except StorageUnavailableError as error:
                 if self._connection is None:  # the connection broke after the statement left
                     raise type(error)(

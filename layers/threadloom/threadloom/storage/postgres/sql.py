@@ -414,12 +414,14 @@ class PostgresSql(SqlDialect):
 
     # ------------------------------------------------ PostgreSQL-only statements
 
-    # The whole append (one message or a chain) in one call; see migrations/0001_initial.sql.
+    # The whole append (one message or a chain) in one call, which sets its own lock timeout (:lock_timeout,
+    # in ms, NULL: the server's), so no timeouts statement goes ahead of it; see migrations/0012.
     append = (
-        "SELECT out_id, out_parent_id, out_inserted, out_path_tokens FROM threadloom_append("
+        "SELECT out_id, out_parent_id, out_inserted, out_path_tokens FROM threadloom_append_within("
         "CAST(:sid AS text), CAST(:ids AS text[]), CAST(:roles AS text[]), CAST(:contents AS text[]), "
         "CAST(:tokens AS bigint[]), CAST(:vectors AS text[]), CAST(:parent_omitted AS boolean), "
-        "CAST(:parent_id AS text), CAST(:expected_leaf_id AS text), CAST(:created_at AS timestamptz))"
+        "CAST(:parent_id AS text), CAST(:expected_leaf_id AS text), CAST(:created_at AS timestamptz), "
+        "CAST(:lock_timeout AS text))"
     )
     # The history and its overlays in one statement (one snapshot, one round trip), two
     # narrow columns: path rows are (depth, message); when overlays exist one extra row
@@ -440,10 +442,11 @@ class PostgresSql(SqlDialect):
     )
     # The same for a single message, arrays built server-side (cheaper to send than to encode).
     append_one = (
-        "SELECT out_id, out_parent_id, out_inserted, out_path_tokens FROM threadloom_append("
+        "SELECT out_id, out_parent_id, out_inserted, out_path_tokens FROM threadloom_append_within("
         "CAST(:sid AS text), ARRAY[CAST(:id AS text)], ARRAY[CAST(:role AS text)], ARRAY[CAST(:content AS text)], "
         "ARRAY[CAST(:tokens AS bigint)], ARRAY[CAST(:vector AS text)], CAST(:parent_omitted AS boolean), "
-        "CAST(:parent_id AS text), CAST(:expected_leaf_id AS text), CAST(:created_at AS timestamptz))"
+        "CAST(:parent_id AS text), CAST(:expected_leaf_id AS text), CAST(:created_at AS timestamptz), "
+        "CAST(:lock_timeout AS text))"
     )
     raw_path = (
         "WITH RECURSIVE path(id, parent_id, content, depth) AS ("

@@ -219,11 +219,13 @@ class PostgresSessionProvider(SqlSessionProvider):
     ) -> list[list[Any]] | None:
         """Run ``threadloom_append``; None means "take the shared path" (nothing was written)."""
         omitted = isinstance(parent_id, Omitted)
+        database = self._database
         common: Params = self._params(
             parent_omitted=omitted,
             parent_id=None if omitted else parent_id,
             expected_leaf_id=expected_leaf_id,
             created_at=utc_now(),
+            lock_timeout=database.timeouts.lock_setting,
         )
         if len(prepared) == 1:
             [item] = prepared
@@ -247,7 +249,7 @@ class PostgresSessionProvider(SqlSessionProvider):
                 "vectors": [to_tsvector_literal(item.text) for item in prepared],
             }
         try:
-            return self._database.execute_once(sql, params)
+            return database.execute_once(sql, params, sets_own_lock_timeout=True)
         except StorageError as error:
             cause = error.__cause__
             code = sqlstate(cause) if cause is not None else None
