@@ -15,7 +15,7 @@ import pytest
 from threadloom import Session, SessionManager
 from threadloom.compaction import create_compact_function
 from threadloom.storage.postgres.database import PostgresDatabase
-from threadloom.storage.postgres.pipeline import TIMEOUTS_SQL
+from threadloom.storage.postgres.pipeline import CACHE_COMMIT_SQL, TIMEOUTS_AND_CACHE_COMMIT_SQL, TIMEOUTS_SQL
 from threadloom.storage.postgres.schema import postgres_migrations
 
 from tests.support.messages import load_part, text_message
@@ -99,7 +99,8 @@ def test_no_statement_that_pins_is_ever_sent(make_store: Callable[[], Any], monk
     monkeypatch.setattr(PostgresDatabase, "run_on", recording)
     full_workload(make_store)
     assert len(sent) > 50
-    sent.append(TIMEOUTS_SQL)  # what the pipeline sends ahead of single statements
+    # what the pipeline sends ahead of single statements
+    sent.extend((TIMEOUTS_SQL, CACHE_COMMIT_SQL, TIMEOUTS_AND_CACHE_COMMIT_SQL))
     offending = [
         sql
         for sql in sent

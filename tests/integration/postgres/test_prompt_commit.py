@@ -15,10 +15,11 @@ pytestmark = pytest.mark.postgres
 # A trigger records the commit setting each write to the blocks table runs under (the setting is
 # read at commit, and nothing else changes it within the transaction).
 RECORD_SETTING = """
-CREATE TABLE commit_settings (key TEXT, setting TEXT);
+CREATE TABLE commit_settings (key TEXT, setting TEXT, lock_timeout TEXT);
 CREATE FUNCTION record_commit_setting() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO commit_settings VALUES (NEW.key, current_setting('synchronous_commit'));
+    INSERT INTO commit_settings
+        VALUES (NEW.key, current_setting('synchronous_commit'), current_setting('lock_timeout'));
     RETURN NEW;
 END $$;
 CREATE TRIGGER record_commit_setting AFTER INSERT OR UPDATE ON threadloom_context_blocks
@@ -60,6 +61,10 @@ def test_a_frozen_prompt_commits_without_the_flush_and_every_other_write_with_it
     session.append_message(text_message("m1"))
     assert "The user likes tea." in prompt
     assert settings(store) == [("_system_prompt_s", "off"), ("memory-s", "on")]
+    # the prompt's insert keeps the store's lock timeout (one statement ahead of it sets both)
+    assert store.database.query_once("SELECT lock_timeout FROM commit_settings WHERE key = '_system_prompt_s'") == [
+        ["2s"]
+    ]
     # and nothing of it stays on the connection
     assert store.database.query_once("SELECT current_setting('synchronous_commit')") == [["on"]]
 

@@ -57,6 +57,13 @@ TIMEOUTS_SQL: Final = (
 #: transaction only; PostgreSQL reads the setting at commit). For a cache the caller can rebuild.
 CACHE_COMMIT_SQL: Final = "SELECT WHERE set_config('synchronous_commit', 'off', true) IS NULL"
 
+#: Both at once, for a cache write with timeouts: every statement ahead of the real one is parsed,
+#: planned and run, about 50 µs of server time each.
+TIMEOUTS_AND_CACHE_COMMIT_SQL: Final = (
+    "SELECT WHERE (set_config('synchronous_commit', 'off', true) || set_config('lock_timeout', $1, true) "
+    "|| set_config('statement_timeout', $2, true)) IS NULL"
+)
+
 _UNNAMED: Final = b"\x00"
 _NULL: Final = 0
 _DESCRIBE: Final = b"D"
@@ -258,9 +265,10 @@ def _payload(
     woke twice per round trip (about 20 µs more each).
     """
     encoding = connection._client_encoding
-    payload = bytearray(_cache_commit_messages(encoding) if cache_commit else b"")
-    if timeouts is not None:
-        payload += _timeouts_messages(timeouts, encoding)
+    if timeouts is None:
+        payload = bytearray(_cache_commit_messages(encoding) if cache_commit else b"")
+    else:
+        payload = bytearray(_timeouts_messages(timeouts, encoding, cache_commit))
     for sql, params in statements:
         statement, make_values = compiled(sql)
         payload += _parse_and_describe(statement, encoding)
@@ -297,10 +305,12 @@ def _parse_and_describe(statement: str, encoding: str) -> bytes:
 
 
 @lru_cache(maxsize=16)
-def _timeouts_messages(timeouts: tuple[str, str], encoding: str) -> bytes:
-    """The timeouts statement's messages; a database's timeouts are fixed, so this is encoded once."""
+def _timeouts_messages(timeouts: tuple[str, str], encoding: str, cache_commit: bool = False) -> bytes:
+    """The timeouts statement's messages (with the cache commit, if asked); a database's timeouts are fixed, so
+    this is encoded once."""
     execute: bytes = EXECUTE_MSG
-    return _parse(TIMEOUTS_SQL, encoding) + _bind([value.encode(encoding) for value in timeouts]) + execute
+    sql = TIMEOUTS_AND_CACHE_COMMIT_SQL if cache_commit else TIMEOUTS_SQL
+    return _parse(sql, encoding) + _bind([value.encode(encoding) for value in timeouts]) + execute
 
 
 @lru_cache(maxsize=4)
