@@ -27,14 +27,18 @@ class RoundTrips:
 
     def __init__(self) -> None:
         self.sent: list[str] = []
+        self.timeouts: list[bool] = []
+        """For each statement sent alone: whether the timeouts statement went ahead of it."""
 
     @contextmanager
     def counting(self) -> Iterator[list[str]]:
         self.sent = []
+        self.timeouts = []
         send = PostgresDatabase.run_on
 
         def counted(database: PostgresDatabase, connection: Any, sql: str, *args: Any, **kwargs: Any) -> Any:
             self.sent.append(sql.split(maxsplit=1)[0] + " " + sql[:60])
+            self.timeouts.append(bool(kwargs.get("timeouts")))
             return send(database, connection, sql, *args, **kwargs)
 
         send_together = PostgresDatabase._run_together
@@ -70,10 +74,12 @@ def test_opening_a_new_session_reads_its_blocks_in_one_round_trip_and_stores_the
     together = [statement for statement in sent if statement.startswith("TOGETHER")]
     assert len(together) == 1 and together[0].count("|") == 2, sent
     assert not [statement for statement in sent if statement.startswith(("START", "COMMIT"))], sent
-    # And a second freeze (another request) finds the stored prompt in one round trip
-    with RoundTrips().counting() as sent:
+    # And a second freeze (another request) finds the stored prompt in one round trip, a read by
+    # primary key sent alone (no timeouts statement ahead of it)
+    trips = RoundTrips()
+    with trips.counting() as sent:
         assert manager.get_session(session_id).freeze_system_prompt() == prompt
-    assert len(sent) == 1, sent
+    assert len(sent) == 1 and trips.timeouts == [False], (sent, trips.timeouts)
 
 
 def test_an_append_with_events_and_the_compaction_check_is_one_round_trip(runtime: Runtime) -> None:

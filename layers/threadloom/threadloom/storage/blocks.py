@@ -32,7 +32,7 @@ class SqlContextProvider:
             self.key = label
 
     def get(self) -> str | None:
-        return _first_value(self._database.query_once(self._sql.get_block, {"key": self.key}))
+        return _first_value(self._database.query_once(self._sql.get_block, {"key": self.key}, by_key=True))
 
     def block_read(self) -> BlockRead:
         """``get()`` as a read that can go with the session's other block reads (one round trip)."""
@@ -59,7 +59,7 @@ class SqlPromptStore(SqlContextProvider):
         values = {"key": self.key, "sid": self.session_id, "content": content, "now": utc_now()}
         if self._database.execute_once(self._sql.insert_prompt_if_absent, values, durable=False):
             return content
-        rows = self._database.query_once(self._sql.get_block, {"key": self.key})
+        rows = self._database.query_once(self._sql.get_block, {"key": self.key}, by_key=True)
         return str(rows[0][0]) if rows else content
 
     def delete(self) -> None:

@@ -39,11 +39,13 @@ class Database(Protocol):
         """One write transaction; it commits when the block exits normally, else rolls back."""
         ...
 
-    def query_once(self, sql: str, params: Params | None = None) -> Sequence[Sequence[Any]]:
+    def query_once(self, sql: str, params: Params | None = None, *, by_key: bool = False) -> Sequence[Sequence[Any]]:
         """One read statement on its own (joining a transaction this thread has open).
 
         A single statement is its own snapshot, so it needs no transaction around it; on
         PostgreSQL that is one round trip instead of three (begin, statement, commit).
+        ``by_key``: the statement reads at most one row by its primary key, so it cannot run
+        long and takes no row lock; PostgreSQL then sends it without the timeouts statement.
         """
         ...
 

@@ -245,24 +245,28 @@ class PostgresDatabase:
             return ValidationError(f"{self.description} refused a value: {describe_error(error)}")
         return StorageError(f"{self.description} refused the statement: {describe_error(error)}")
 
-    def query_once(self, sql: str, params: Mapping[str, Any] | None = None) -> list[list[Any]]:
+    def query_once(self, sql: str, params: Mapping[str, Any] | None = None, *, by_key: bool = False) -> list[list[Any]]:
         """One read statement in its own (implicit) transaction: a single round trip and snapshot.
 
         Reads change nothing, so a statement that finds the connection dead is retried
         once on a new one; a timed-out read is not (it would wait as long again).
+        ``by_key`` (one row by its primary key: a session's stored prompt) leaves out the
+        timeouts statement, about 50 µs of server time: such a read cannot run long, and only
+        a schema change's table lock can hold it, until the client socket timeout at most.
         """
+        timeouts = not by_key
         with self._lock:
             if self._depth:  # inside an open transaction: join it
                 return self.run_on(self._connection, sql, params)
             connection = self._live_connection()
             try:
-                return self.run_on(connection, sql, params, timeouts=True)
+                return self.run_on(connection, sql, params, timeouts=timeouts)
             except StorageTimeoutError:
                 raise
             except StorageUnavailableError:
                 if self._connection is not None or self._factory is None:
                     raise  # the server refused the statement itself, or we cannot reconnect
-            return self.run_on(self._live_connection(), sql, params, timeouts=True)
+            return self.run_on(self._live_connection(), sql, params, timeouts=timeouts)
 
     def read_together(self, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[list[Any]]]:
         """Several read statements in one round trip (see :func:`run_pipelined_together`), retried as query_once is."""

@@ -149,8 +149,8 @@ class SqliteDatabase:
     def read(self) -> AbstractContextManager[SqliteExecutor]:
         return _Transaction(self, "BEGIN")
 
-    def query_once(self, sql: str, params: Params | None = None) -> list[Row]:
-        """One read statement in autocommit mode: its own snapshot, no BEGIN/COMMIT around it."""
+    def query_once(self, sql: str, params: Params | None = None, *, by_key: bool = False) -> list[Row]:
+        """One read statement in autocommit mode: its own snapshot, no BEGIN/COMMIT around it (any ``by_key``)."""
         with self._lock:
             return self._executor.query(sql, params)
 
