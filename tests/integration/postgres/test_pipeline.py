@@ -11,7 +11,7 @@ import inspect
 import io
 import tomllib
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,14 @@ import pg8000.native
 import pytest
 from pg8000.converters import string_in
 from pg8000.exceptions import DatabaseError
-from threadloom.storage.postgres.pipeline import PG8000_VERSION, _payload, run_pipelined, run_pipelined_together
+from threadloom.storage.postgres.pipeline import (
+    PG8000_VERSION,
+    _payload,
+    compiled,
+    run_pipelined,
+    run_pipelined_together,
+    typed_parameters,
+)
 
 from tests.support.postgres import admin_connection
 
@@ -165,3 +172,30 @@ def test_a_failing_statement_among_others_raises_and_leaves_the_connection_usabl
         )
     assert raised.value.args[0]["C"] == "22P02"
     assert run_pipelined_together(connection, [("SELECT CAST(:a AS int)", {"a": 2})]) == [[[2]]]
+
+
+def test_a_cast_that_only_types_a_parameter_is_sent_as_its_type_in_parse() -> None:
+    # $1 only ever cast to text, $3 to an array type: typed and their casts gone; $2 is also used
+    # bare, and $4 cast to two types, so both stay as written and are inferred (type 0)
+    statement = (
+        "SELECT CAST($1 AS text), $2, CAST($3 AS bigint[]), CAST($2 AS integer), CAST($4 AS text) || CAST($4 AS bigint)"
+    )
+    text, types = typed_parameters(statement)
+    assert text == "SELECT $1, $2, $3, CAST($2 AS integer), CAST($4 AS text) || CAST($4 AS bigint)"
+    assert types == [25, 0, 1016, 0]
+    assert typed_parameters("SELECT $1 + 1") == ("SELECT $1 + 1", [])
+
+
+def test_typed_parameters_answer_as_the_casts_did(make_store: Callable[[], Any]) -> None:
+    store = make_store()
+    sql = (
+        "SELECT CAST(:a AS text), CAST(:b AS bigint), CAST(:c AS boolean), CAST(:d AS text[]), CAST(:e AS timestamptz)"
+    )
+    assert typed_parameters(compiled(sql)[0])[1] == [25, 20, 16, 1009, 1184]
+    rows = store.database.query_once(
+        sql, {"a": "x\u00e9", "b": 2**40, "c": False, "d": ["p", None, "q,r"], "e": "2026-12-03T01:02:03.456Z"}
+    )
+    [[text, number, flag, array, moment]] = rows
+    assert (text, number, flag, array) == ("x\u00e9", 2**40, False, ["p", None, "q,r"])
+    assert moment.isoformat() == "2026-12-03T01:02:03.456000+00:00"
+    assert store.database.query_once(sql, dict.fromkeys("abcde")) == [[None] * 5]

