@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 SAMPLES = 400
-OPEN_SAMPLES = 40
+OPEN_SAMPLES = 100
 PAGING_SAMPLES = 9
 SEARCH_SAMPLES = 15
 SEARCHED = "lighthouse"  # in no message: the search itself costs little, what it indexes first shows
