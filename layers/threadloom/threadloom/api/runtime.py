@@ -46,6 +46,8 @@ class Settings:
 
     backend: Backend = "sqlite"
     sqlite_path: str = DEFAULT_SQLITE_PATH
+    #: ``normal`` (WAL: survives a crash of the process) or ``full`` (also power loss: every commit synced).
+    sqlite_synchronous: Literal["normal", "full"] = "normal"
     skills_bucket: str | None = None
     skills_prefix: str = ""
     skills_dir: str | None = None
@@ -105,12 +107,16 @@ class Settings:
                 "THREADLOOM_BACKEND=sqlite on Lambda would give every instance its own copy of the data in /tmp; "
                 "deployed functions run PostgreSQL (THREADLOOM_BACKEND=postgres, see docs/deploy.md)"
             )
+        synchronous = (get("THREADLOOM_SQLITE_SYNCHRONOUS") or "normal").lower()
+        if synchronous not in ("normal", "full"):
+            raise ValidationError(f"THREADLOOM_SQLITE_SYNCHRONOUS must be normal or full, not {synchronous!r}")
         migrate_text = (get("THREADLOOM_DB_MIGRATE") or "true").lower()
         if migrate_text not in ("true", "false"):
             raise ValidationError(f"THREADLOOM_DB_MIGRATE must be true or false, not {migrate_text!r}")
         return cls(
             backend=backend,  # type: ignore[arg-type]
             sqlite_path=get("THREADLOOM_SQLITE_PATH") or DEFAULT_SQLITE_PATH,
+            sqlite_synchronous=synchronous,  # type: ignore[arg-type]
             skills_bucket=get("THREADLOOM_SKILLS_BUCKET"),
             skills_prefix=env.get("THREADLOOM_SKILLS_PREFIX", ""),
             skills_dir=get("THREADLOOM_SKILLS_DIR"),
@@ -228,7 +234,7 @@ class Runtime:
         from threadloom.storage.sqlite.store import SqliteStore
 
         Path(self.settings.sqlite_path).parent.mkdir(parents=True, exist_ok=True)
-        return SqliteStore(self.settings.sqlite_path)
+        return SqliteStore(self.settings.sqlite_path, synchronous=self.settings.sqlite_synchronous)
 
     @property
     def queue(self) -> CompactionQueue | None:
