@@ -316,3 +316,50 @@ def test_provider_is_a_writable_skill_provider(tmp_path: Path) -> None:
     assert is_skill_provider(provider)
     assert is_writable_provider(provider)
     assert provider.directory == tmp_path
+
+
+def test_a_symlinked_file_is_listed_only_when_it_stays_inside_the_directory(tmp_path: Path) -> None:
+    # Given a skill folder with a link to a skill inside it and a link to a file outside it
+    root = tmp_path / "skills"
+    write(root, "guides/real.md", "---\ndescription: The real one\n---\nx")
+    write(tmp_path, "outside.md", "---\ndescription: Secret\n---\nclassified")
+    (root / "alias.md").symlink_to(root / "guides" / "real.md")
+    (root / "escape.md").symlink_to(tmp_path / "outside.md")
+    (root / "dangling.md").symlink_to(root / "gone.md")
+
+    # When the collection is listed
+    entries = LocalSkillProvider(root).entries()
+
+    # Then the inside link is a skill of its own and the outside and dangling ones are not
+    assert entries == [("alias", "The real one"), ("guides/real", "The real one")]
+
+
+def test_a_listing_reads_a_file_again_only_when_it_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given two skills listed once
+    provider = LocalSkillProvider(tmp_path)
+    provider.set("pirate", "Arr.", "Talk like a pirate")
+    provider.set("tax", "Sums.", "Help with taxes")
+    assert provider.entries() == [("pirate", "Talk like a pirate"), ("tax", "Help with taxes")]
+    reads: list[str] = []
+    read = LocalSkillProvider._read
+
+    def counted(self: LocalSkillProvider, path: Path, *, limit: int = -1) -> str:
+        reads.append(path.name)
+        return read(self, path, limit=limit)
+
+    monkeypatch.setattr(LocalSkillProvider, "_read", counted)
+
+    # When nothing changed, nothing is read again
+    assert provider.entries() == [("pirate", "Talk like a pirate"), ("tax", "Help with taxes")]
+    assert reads == []
+
+    # When one file is edited in place (same size) and the other replaced through set()
+    path = tmp_path / "pirate.md"
+    before = path.stat().st_mtime_ns
+    path.write_text(path.read_text().replace("Talk like a pirate", "Talk like a Pirate"))
+    os.utime(path, ns=(before + 1_000_000, before + 1_000_000))
+    provider.set("tax", "Sums.", "Help with VAT")
+
+    # Then exactly those are read again, and the listing shows their new descriptions
+    assert provider.entries() == [("pirate", "Talk like a Pirate"), ("tax", "Help with VAT")]
+    assert sorted(reads) == ["pirate.md", "tax.md"]

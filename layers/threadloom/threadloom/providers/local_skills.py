@@ -165,6 +165,8 @@ class LocalSkillProvider:
     def __init__(self, directory: str | os.PathLike[str], *, keys: Iterable[str] | None = None) -> None:
         self._directory = Path(directory)
         self._allowed: frozenset[str] | None = frozenset(keys) if keys else None
+        self._descriptions: dict[Path, tuple[tuple[int, int, int], str | None]] = {}
+        """Each file's description, with the (inode, size, mtime) it was read at."""
 
     @property
     def directory(self) -> Path:
@@ -181,16 +183,29 @@ class LocalSkillProvider:
         return [key for key, _ in self._scan() if self._allowed is None or key in self._allowed]
 
     def entries(self) -> list[tuple[str, str | None]]:
-        """``(key, description)`` of every listable, allowed skill, in key order."""
+        """``(key, description)`` of every listable, allowed skill, in key order.
+
+        A file's description is read again only when the file changed (another inode, size or
+        modification time): every new session's prompt lists the skills, and a stat costs a
+        tenth of opening and reading the file.
+        """
         found: list[tuple[str, str | None]] = []
+        known = self._descriptions
         for key, path in self._scan():
             if self._allowed is not None and key not in self._allowed:
                 continue
             try:
+                status = path.stat()
+                version = (status.st_ino, status.st_size, status.st_mtime_ns)
+                cached = known.get(path)
+                if cached is not None and cached[0] == version:
+                    found.append((key, cached[1]))
+                    continue
                 head = self._read(path, limit=FRONT_MATTER_LIMIT + 1)
             except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
                 continue  # deleted since the scan
             description, _ = parse_front_matter(head)
+            known[path] = (version, description)
             found.append((key, description))
         return found
 
@@ -234,25 +249,49 @@ class LocalSkillProvider:
         return path
 
     def _scan(self) -> list[tuple[str, Path]]:
-        """Every listable ``(key, path)`` under the directory, sorted by key (code point order, as S3 lists)."""
-        root = self._directory.resolve()
+        """Every listable ``(key, path)`` under the directory, sorted by key (code point order, as S3 lists).
+
+        Every request that renders a prompt lists the skills, so this walks with ``os.scandir`` and plain
+        strings: a directory entry already says whether it is a file, a folder or a link, and only a
+        link needs resolving to check that it stays inside the directory (folders that are links are
+        not followed, as ``os.walk`` does not).
+        """
+        root = os.path.realpath(self._directory)
         found: list[tuple[str, Path]] = []
-        for current, dirnames, filenames in os.walk(root, onerror=_log_walk_error):
-            dirnames[:] = [name for name in dirnames if not name.startswith(".")]
-            base = Path(current)
-            for name in filenames:
-                if name.startswith(".") or not name.endswith(SKILL_SUFFIX) or len(name) == len(SKILL_SUFFIX):
+        pending = [(root, "")]
+        while pending:
+            folder, prefix = pending.pop()
+            try:
+                with os.scandir(folder) as entries:
+                    listed = list(entries)
+            except OSError as error:
+                _log_walk_error(error)
+                continue
+            for entry in listed:
+                name = entry.name
+                if name.startswith("."):
                     continue
-                path = base / name
-                key = path.relative_to(root).as_posix()[: -len(SKILL_SUFFIX)]
+                try:
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append((entry.path, f"{prefix}{name}/"))
+                        continue
+                except OSError:
+                    continue
+                if not name.endswith(SKILL_SUFFIX) or len(name) == len(SKILL_SUFFIX):
+                    continue
+                key = prefix + name[: -len(SKILL_SUFFIX)]
                 try:
                     validate_skill_key(key)
-                    resolved = path.resolve()
-                except (ValidationError, OSError):
-                    logger.debug("Skipping skill file with an unusable name: %r", str(path))
+                    if entry.is_symlink():
+                        resolved = os.path.realpath(entry.path)
+                        listable = os.path.commonpath((root, resolved)) == root and Path(resolved).is_file()
+                    else:
+                        resolved, listable = entry.path, entry.is_file(follow_symlinks=False)
+                except (ValidationError, OSError, ValueError):
+                    logger.debug("Skipping skill file with an unusable name: %r", entry.path)
                     continue
-                if resolved.is_relative_to(root) and resolved.is_file():
-                    found.append((key, resolved))
+                if listable:
+                    found.append((key, Path(resolved)))
         found.sort(key=lambda item: item[0])
         return found
 
