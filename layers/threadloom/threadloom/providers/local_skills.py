@@ -256,6 +256,12 @@ class LocalSkillProvider:
         link needs resolving to check that it stays inside the directory (folders that are links are
         not followed, as ``os.walk`` does not).
         """
+        try:
+            self._directory.stat()
+        except FileNotFoundError:  # a tenant's own folder until it writes a skill: nothing to resolve
+            return []
+        except OSError:
+            pass  # the walk below logs it
         root = os.path.realpath(self._directory)
         found: list[tuple[str, Path]] = []
         pending = [(root, "")]
