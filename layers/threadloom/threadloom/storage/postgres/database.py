@@ -64,6 +64,9 @@ _QUERY_CANCELED: Final = "57014"
 class ServerTimeouts:
     """Server-side limits applied to every statement and transaction (seconds; None: the server's default).
 
+    Two exceptions skip the statement that sets them: an append sets its own lock timeout
+    (:attr:`lock_setting`, migration 0012) and a read by primary key needs neither.
+
     They are set per transaction with ``set_config(..., is_local => true)``, so nothing
     outlives the transaction and RDS Proxy can still multiplex the connection. Keep both
     below the client socket timeout: the server then gives up first and rolls the write
