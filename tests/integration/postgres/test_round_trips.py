@@ -101,9 +101,9 @@ def test_an_append_with_events_and_the_compaction_check_is_one_round_trip(runtim
         result = session.append_message(text_message("second"))
     assert result.inserted and events
     assert len(sent) == 1, sent
-    # and no timeouts statement goes ahead of it: the append function sets its own lock timeout (0012)
+    # and no timeouts statement goes ahead of it: the append function sets its own lock timeout (0012, 0013)
     [(sql, timeouts)] = sent_timeouts
-    assert "threadloom_append_within(" in sql and timeouts is None, sent_timeouts
+    assert "threadloom_append_message(" in sql and timeouts is None, sent_timeouts
 
 
 def test_a_history_page_after_the_first_is_one_round_trip_with_the_session_check(runtime: Runtime) -> None:

@@ -83,7 +83,7 @@ class ServerTimeouts:
 
     @property
     def lock_setting(self) -> str | None:
-        """The lock timeout for a statement that sets its own (``threadloom_append_within``); None: the server's."""
+        """The lock timeout for a statement that sets its own (the append functions); None: the server's."""
         settings = self.as_settings()
         return None if settings is None else settings[0]
 

@@ -414,7 +414,7 @@ class PostgresSql(SqlDialect):
 
     # ------------------------------------------------ PostgreSQL-only statements
 
-    # The whole append (one message or a chain) in one call, which sets its own lock timeout (:lock_timeout,
+    # A chain of messages in one call, which sets its own lock timeout (:lock_timeout,
     # in ms, NULL: the server's), so no timeouts statement goes ahead of it; see migrations/0012.
     append = (
         "SELECT out_id, out_parent_id, out_inserted, out_path_tokens FROM threadloom_append_within("
@@ -440,11 +440,13 @@ class PostgresSql(SqlDialect):
         " FROM threadloom_compactions c WHERE c.session_id = :sid AND EXISTS (SELECT 1 FROM path)"
         " HAVING COUNT(*) > 0"
     )
-    # The same for a single message, arrays built server-side (cheaper to send than to encode).
+    # One message (nearly every append): a plain call with scalar arguments, which the server parses,
+    # plans and runs in about 70 µs less than the set-returning ``append`` (migration 0013). The
+    # answer is one text[]: {parent id, 't' if inserted else 'f', path tokens}.
     append_one = (
-        "SELECT out_id, out_parent_id, out_inserted, out_path_tokens FROM threadloom_append_within("
-        "CAST(:sid AS text), ARRAY[CAST(:id AS text)], ARRAY[CAST(:role AS text)], ARRAY[CAST(:content AS text)], "
-        "ARRAY[CAST(:tokens AS bigint)], ARRAY[CAST(:vector AS text)], CAST(:parent_omitted AS boolean), "
+        "SELECT threadloom_append_message("
+        "CAST(:sid AS text), CAST(:id AS text), CAST(:role AS text), CAST(:content AS text), "
+        "CAST(:tokens AS bigint), CAST(:vector AS text), CAST(:parent_omitted AS boolean), "
         "CAST(:parent_id AS text), CAST(:expected_leaf_id AS text), CAST(:created_at AS timestamptz), "
         "CAST(:lock_timeout AS text))"
     )

@@ -217,7 +217,7 @@ class PostgresSessionProvider(SqlSessionProvider):
     def _call_append(
         self, prepared: list[_PreparedMessage], parent_id: str | Omitted | None, expected_leaf_id: str | None
     ) -> list[list[Any]] | None:
-        """Run ``threadloom_append``; None means "take the shared path" (nothing was written)."""
+        """Run the append function; rows of (id, parent, inserted, path tokens), or None: "take the shared path"."""
         omitted = isinstance(parent_id, Omitted)
         database = self._database
         common: Params = self._params(
@@ -249,7 +249,7 @@ class PostgresSessionProvider(SqlSessionProvider):
                 "vectors": [to_tsvector_literal(item.text) for item in prepared],
             }
         try:
-            return database.execute_once(sql, params, sets_own_lock_timeout=True)
+            rows = database.execute_once(sql, params, sets_own_lock_timeout=True)
         except StorageError as error:
             cause = error.__cause__
             code = sqlstate(cause) if cause is not None else None
@@ -264,6 +264,10 @@ class PostgresSessionProvider(SqlSessionProvider):
                 parent = _detail(cause)
                 raise NotFoundError(f"Parent message {parent!r} not found in session {self.session_id!r}") from None
             raise
+        if len(prepared) == 1:  # threadloom_append_message's {parent, 't' | 'f', path tokens}
+            parent, inserted, path_tokens = rows[0][0]
+            return [[prepared[0].id, parent, inserted == "t", path_tokens]]
+        return rows
 
 
 class _OneStatementReads:
