@@ -29,11 +29,14 @@ class RoundTrips:
         self.sent: list[str] = []
         self.timeouts: list[bool] = []
         """For each statement sent alone: whether the timeouts statement went ahead of it."""
+        self.statements: list[list[str]] = []
+        """The whole SQL of each batch sent together (which always goes with the timeouts statement)."""
 
     @contextmanager
     def counting(self) -> Iterator[list[str]]:
         self.sent = []
         self.timeouts = []
+        self.statements = []
         send = PostgresDatabase.run_on
 
         def counted(database: PostgresDatabase, connection: Any, sql: str, *args: Any, **kwargs: Any) -> Any:
@@ -45,6 +48,7 @@ class RoundTrips:
 
         def counted_together(database: PostgresDatabase, connection: Any, statements: Any) -> Any:
             self.sent.append("TOGETHER " + " | ".join(sql[:40] for sql, _ in statements))
+            self.statements.append([sql for sql, _ in statements])
             return send_together(database, connection, statements)
 
         with pytest.MonkeyPatch.context() as patch:
@@ -58,28 +62,36 @@ def runtime(make_store: Callable[[], Any], tmp_path: Path) -> Runtime:
     return Runtime(Settings(skills_dir=str(tmp_path), compaction_mode="inline"), store=make_store())
 
 
-def test_opening_a_new_session_reads_its_blocks_in_one_round_trip_and_stores_the_prompt_in_one(
+def test_opening_a_new_session_reads_prompt_and_blocks_in_one_round_trip_and_stores_the_prompt_in_one(
     runtime: Runtime,
 ) -> None:
     manager = runtime.manager("tenant")
     session_id = manager.create("new").id
-    with RoundTrips().counting() as sent:
+    trips = RoundTrips()
+    with trips.counting() as sent:
         prompt = manager.get_session(session_id).freeze_system_prompt()
     assert prompt
-    # The stored prompt (absent), the blocks of the default profile that live in the database read
-    # together (memory, knowledge, session history), then the prompt stored; no BEGIN/COMMIT, and not
-    # the loaded skills (read on first use: the prompt does not show them)
-    assert len(sent) == 3, sent
+    # The stored prompt (absent) and the blocks of the default profile that live in the database
+    # (memory, knowledge, session history) in one statement, then the prompt stored; no BEGIN/COMMIT,
+    # and not the loaded skills (read on first use: the prompt does not show them)
+    assert len(sent) == 2, sent
     assert not [statement for statement in sent if "loaded_skills" in statement], sent
-    together = [statement for statement in sent if statement.startswith("TOGETHER")]
-    assert len(together) == 1 and together[0].count("|") == 2, sent
-    assert not [statement for statement in sent if statement.startswith(("START", "COMMIT"))], sent
-    # And a second freeze (another request) finds the stored prompt in one round trip, a read by
-    # primary key sent alone (no timeouts statement ahead of it)
+    [together, insert] = sent
+    assert together.startswith("TOGETHER SELECT g.v,") and "|" not in together, sent
+    assert trips.statements[0][0].count("CASE WHEN g.v IS NULL") == 3, trips.statements
+    assert insert.startswith("INSERT"), sent
+    # And a second freeze in this process (the manager keeps the session, its blocks loaded) reads
+    # the stored prompt in one round trip, by primary key, sent alone (no timeouts statement)
     trips = RoundTrips()
     with trips.counting() as sent:
         assert manager.get_session(session_id).freeze_system_prompt() == prompt
     assert len(sent) == 1 and trips.timeouts == [False], (sent, trips.timeouts)
+    # And in another process, the first freeze finds it in one round trip too: the same statement,
+    # whose block reads the server leaves unread when a prompt is stored (test_query_plans.py)
+    elsewhere = Runtime(runtime.settings, store=runtime.store).manager("tenant")
+    with RoundTrips().counting() as sent:
+        assert elsewhere.get_session(session_id).freeze_system_prompt() == prompt
+    assert len(sent) == 1 and sent[0].startswith("TOGETHER SELECT g.v,"), sent
 
 
 def test_an_append_with_events_and_the_compaction_check_is_one_round_trip(runtime: Runtime) -> None:

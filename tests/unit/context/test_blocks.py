@@ -575,3 +575,121 @@ def test_providers_on_one_channel_are_read_together_once_each_inited_once(fake: 
         ("history", "3"),
         ("declined", "as get"),
     ]
+
+
+class _GatedChannel(_Channel):
+    """A channel that can read statements only when a first single-value read finds nothing."""
+
+    def __init__(self, answers: dict[str, str | None]) -> None:
+        super().__init__(answers)
+        self.gated: list[tuple[str, list[str]]] = []
+
+    def read_when_missing(self, first: str, statements: list[str]) -> tuple[str | None, list[str | None] | None]:
+        self.gated.append((first, list(statements)))
+        found = self.answers.get(first)
+        return found, None if found is not None else [self.answers[statement] for statement in statements]
+
+
+class _PromptStore:
+    """A stored prompt on a channel, offering its read as a single-value BlockRead."""
+
+    def __init__(self, channel: _Channel) -> None:
+        self.channel = channel
+        self.get_calls = 0
+        self.stored: list[str] = []
+
+    def get(self) -> str | None:
+        self.get_calls += 1
+        return self.channel.answers.get("prompt")
+
+    def set(self, content: str) -> None:
+        self.stored.append(content)
+        self.channel.answers["prompt"] = content
+
+    def block_read(self) -> Any:
+        from threadloom.providers.protocols import BlockRead
+
+        return BlockRead(self.channel, "prompt", lambda answer: answer, single_value=True)
+
+
+class _SingleValue(_Planned):
+    def block_read(self) -> Any:
+        from threadloom.providers.protocols import BlockRead
+
+        return BlockRead(self.channel, self.label, lambda answer: answer, single_value=True) if self.plan else None
+
+
+def test_a_missing_prompt_and_its_blocks_are_read_in_one_gated_read(fake: Fakes) -> None:
+    # Given a new session: no stored prompt, two single-value block reads on the prompt's channel,
+    # one on another channel, and one provider that declines to plan
+    one = _GatedChannel({"memory": "facts", "knowledge": "2 entries", "declined": "as get"})
+    other = _Channel({"history": "3"})
+    memory, knowledge, history, declined = (
+        _SingleValue(one),
+        _SingleValue(one),
+        _SingleValue(other),
+        _Planned(one, plan=False),
+    )
+    store = _PromptStore(one)
+    blocks = make(
+        ContextConfig("memory", provider=memory),
+        ContextConfig("knowledge", provider=knowledge),
+        ContextConfig("history", provider=history),
+        ContextConfig("declined", provider=declined),
+        prompt_store=store,
+    )
+    # When the prompt is frozen
+    prompt = blocks.freeze_system_prompt()
+    # Then the prompt and the blocks on its channel were one read, the other channel one batch,
+    # the declined provider one get(), and no planned provider was asked get() or init-ed twice
+    assert one.gated == [("prompt", ["memory", "knowledge"])] and one.batches == []
+    assert other.batches == [["history"]] and declined.get_calls == 1 and store.get_calls == 0
+    assert (memory.get_calls, knowledge.get_calls, history.get_calls) == (0, 0, 0)
+    assert [p.init_calls for p in (memory, knowledge, history, declined)] == [1, 1, 1, 1]
+    # And the prompt holds what the providers returned, and was stored once
+    assert "facts" in prompt and "2 entries" in prompt and "3" in prompt and "as get" in prompt
+    assert store.stored == [prompt] and blocks.is_loaded
+
+
+def test_a_stored_prompt_read_through_the_gate_reads_no_block(fake: Fakes) -> None:
+    # Given a stored prompt on a channel that gates
+    one = _GatedChannel({"prompt": "FROZEN", "memory": "facts", "declined": "as get"})
+    memory, declined = _SingleValue(one), _Planned(one, plan=False)
+    store = _PromptStore(one)
+    blocks = make(
+        ContextConfig("memory", provider=memory), ContextConfig("declined", provider=declined), prompt_store=store
+    )
+    # When the prompt is frozen, it is the stored one, from one gated read
+    assert blocks.freeze_system_prompt() == "FROZEN"
+    assert one.gated == [("prompt", ["memory"])] and one.batches == []
+    # And no block was read: not the planned one, nor the one that declined to plan
+    assert memory.get_calls == 0 and declined.get_calls == 0 and not blocks.is_loaded and store.stored == []
+    # And loading later reads each block once
+    blocks.load()
+    assert one.batches == [["memory"]] and declined.get_calls == 1
+
+
+def test_without_a_gating_channel_the_prompt_is_read_alone_first(fake: Fakes) -> None:
+    # Given a channel that can only read together, and no stored prompt
+    one = _Channel({"memory": "facts"})
+    memory = _SingleValue(one)
+    store = _PromptStore(one)
+    blocks = make(ContextConfig("memory", provider=memory), prompt_store=store)
+    # When the prompt is frozen: the prompt alone, then the blocks, as before
+    prompt = blocks.freeze_system_prompt()
+    assert store.get_calls == 1 and one.batches == [["memory"]] and "facts" in prompt
+
+
+def test_a_loaded_session_reads_its_prompt_alone_even_on_a_gating_channel(fake: Fakes) -> None:
+    # Given a session whose blocks are loaded (its first freeze read them through the gate)
+    one = _GatedChannel({"memory": "facts"})
+    memory = _SingleValue(one)
+    store = _PromptStore(one)
+    blocks = make(ContextConfig("memory", provider=memory), prompt_store=store)
+    first = blocks.freeze_system_prompt()
+    assert len(one.gated) == 1 and store.get_calls == 0
+    # When another request of the same process freezes again (a prompt refreshed elsewhere is stored)
+    one.answers["prompt"] = "REFRESHED ELSEWHERE"
+    # Then the prompt is read alone, and the blocks are not read again
+    assert blocks.freeze_system_prompt() == "REFRESHED ELSEWHERE" != first
+    assert len(one.gated) == 1 and store.get_calls == 1 and one.batches == []

@@ -48,34 +48,54 @@ def _init(config: ContextConfig) -> None:
         init(config.label)
 
 
-def _read_together(configs: list[ContextConfig]) -> dict[int, str | None]:
-    """What ``get()`` returns for each provider offering a ``block_read()``, read together per channel.
+@dataclass(slots=True)
+class _ReadPlan:
+    """The planned reads of a session's blocks: ``reads`` by config index, and the contents already known."""
+
+    reads: dict[int, BlockRead]
+    known: dict[int, str | None]
+    declined: dict[int, ContextProvider]
+    """Providers ``init``-ed for a plan whose ``block_read()`` declined: read through ``get()``."""
+
+    def finish(self) -> dict[int, str | None]:
+        """Run the reads not yet answered, together per channel; what ``get()`` returns for each."""
+        for index, provider in self.declined.items():
+            self.known[index] = provider.get()
+        self.declined = {}
+        by_channel: dict[int, list[int]] = {}
+        for index, read in self.reads.items():
+            by_channel.setdefault(id(read.channel), []).append(index)
+        for indexes in by_channel.values():
+            channel = self.reads[indexes[0]].channel
+            answers = channel.read_together([self.reads[index].statement for index in indexes])
+            self.answer(indexes, answers)
+        return self.known
+
+    def answer(self, indexes: list[int], answers: Iterable[object]) -> None:
+        for index, answer in zip(indexes, answers, strict=True):
+            self.known[index] = self.reads.pop(index).finish(answer)
+
+
+def _plan_reads(configs: list[ContextConfig]) -> _ReadPlan:
+    """The ``block_read()`` of each provider that offers one; nothing is read yet.
 
     The memory, knowledge and history blocks of a session all read one database: sent together
     they cost one round trip on PostgreSQL instead of three. Those providers are ``init``-ed here
-    (before their read is planned, as ``get`` would be); the others are read one by one as before.
+    (before their read is planned, as ``get`` would be); one that declines is read through
+    ``get()`` when the plan is finished, and the others one by one as before (not in the plan).
     """
-    reads: dict[int, BlockRead] = {}
-    known: dict[int, str | None] = {}
+    plan = _ReadPlan(reads={}, known={}, declined={})
     for index, config in enumerate(configs):
         provider = config.provider
-        plan = getattr(provider, "block_read", None) if provider is not None else None
-        if callable(plan):
+        block_read = getattr(provider, "block_read", None) if provider is not None else None
+        if callable(block_read):
             _init(config)
-            read = plan()
+            read = block_read()
             if isinstance(read, BlockRead):
-                reads[index] = read
-            else:  # it declined: read it now through get(), as it is already init-ed
-                known[index] = cast("ContextProvider", provider).get()
-    by_channel: dict[int, list[int]] = {}
-    for index, read in reads.items():
-        by_channel.setdefault(id(read.channel), []).append(index)
-    for indexes in by_channel.values():
-        channel = reads[indexes[0]].channel
-        answers = channel.read_together([reads[index].statement for index in indexes])
-        for index, answer in zip(indexes, answers, strict=True):
-            known[index] = reads[index].finish(answer)
-    return known
+                plan.reads[index] = read
+            else:  # it declined: read through get() when the plan is finished, as it is already init-ed
+                plan.declined[index] = cast("ContextProvider", provider)
+    return plan
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,7 +225,10 @@ class ContextBlocks:
         A duplicated label keeps its first position but shows the last config's
         content and flags. ``max_tokens`` is not enforced on what is read.
         """
-        known = _read_together(self._configs)
+        self._load_with(_plan_reads(self._configs).finish())
+
+    def _load_with(self, known: dict[int, str | None]) -> None:
+        """Read the providers not in ``known`` (``init`` then ``get``) and hold every block."""
         blocks: dict[str, ContextBlock] = {}
         for index, config in enumerate(self._configs):
             blocks[config.label] = self._read_block(config, known.get(index, NOT_READ))
@@ -424,7 +447,7 @@ class ContextBlocks:
         """
         store = self.prompt_store
         if store is not None:
-            stored = store.get()
+            stored = self._read_stored_prompt(store)
             if stored is not None:
                 self._frozen = stored
                 return stored
@@ -439,6 +462,34 @@ class ContextBlocks:
             else:
                 store.set(prompt)
         return prompt
+
+    def _read_stored_prompt(self, store: WritableContextProvider) -> str | None:
+        """The stored prompt; when there is none, the blocks are read in the same round trip and loaded.
+
+        A new session's first request must render its prompt, so on PostgreSQL the stored
+        prompt and the block reads go in one statement, the blocks only read when no prompt is
+        stored: 2 round trips to freeze instead of 3, and still 1 when a prompt is stored.
+        That needs the store and the blocks to offer single-value reads on one channel with
+        ``read_when_missing``; otherwise the prompt is read alone, as before. The blocks'
+        providers are ``init``-ed even when a prompt is stored (``init`` is cheap and is called
+        again before any later read).
+        """
+        prompt_read = getattr(store, "block_read", None)
+        if self._loaded or not callable(prompt_read):
+            return store.get()
+        first = prompt_read()
+        read_when_missing = getattr(first.channel, "read_when_missing", None) if isinstance(first, BlockRead) else None
+        if not isinstance(first, BlockRead) or not first.single_value or not callable(read_when_missing):
+            return store.get()
+        plan = _plan_reads(self._configs)
+        indexes = [index for index, read in plan.reads.items() if read.channel is first.channel and read.single_value]
+        rows, answers = read_when_missing(first.statement, [plan.reads[index].statement for index in indexes])
+        stored = first.finish(rows)
+        if stored is not None or answers is None:
+            return stored
+        plan.answer(indexes, answers)
+        self._load_with(plan.finish())
+        return None
 
     def refresh_system_prompt(self) -> str:
         """Re-read every provider (``init`` runs again), re-render, cache and persist."""

@@ -31,6 +31,10 @@ class ReadChannel(Protocol):
 
     def read_together(self, statements: Sequence[Any]) -> Sequence[Any]: ...
 
+    # Optional: ``read_when_missing(first, statements) -> (first's answer, the others' or None)``
+    # reads ``statements`` only when ``first`` (a single-value read) finds nothing, in the same
+    # round trip; a frozen prompt and the blocks it is rendered from are read that way.
+
 
 @dataclass(frozen=True, slots=True)
 class BlockRead:
@@ -43,6 +47,9 @@ class BlockRead:
     channel: ReadChannel
     statement: Any
     finish: Callable[[Any], str | None]
+    single_value: bool = False
+    """The statement answers at most one row of one column, so the channel may read it inside
+    another statement (PostgreSQL reads a stored prompt and every block in one)."""
 
 
 @runtime_checkable

@@ -36,7 +36,7 @@ class SqlContextProvider:
 
     def block_read(self) -> BlockRead:
         """``get()`` as a read that can go with the session's other block reads (one round trip)."""
-        return BlockRead(self._database, (self._sql.get_block, {"key": self.key}), _first_value)
+        return BlockRead(self._database, (self._sql.get_block, {"key": self.key}), _first_value, single_value=True)
 
     def set(self, content: str) -> None:
         with self._database.write() as tx:

@@ -57,6 +57,17 @@ class Database(Protocol):
         """
         ...
 
+    def read_when_missing(
+        self, first: tuple[str, Params], statements: Sequence[tuple[str, Params]]
+    ) -> tuple[Sequence[Sequence[Any]], Sequence[Sequence[Sequence[Any]]] | None]:
+        """``first``'s rows, and only when it found nothing, every statement's rows (else None).
+
+        Every statement answers at most one row of one column. On PostgreSQL they are read in
+        one statement (one round trip), the others only evaluated when ``first`` is NULL; a
+        missing row and a NULL value both count as nothing found.
+        """
+        ...
+
     def execute_once(self, sql: str, params: Params | None = None, *, durable: bool = True) -> Sequence[Sequence[Any]]:
         """One write statement, atomic and committed on its own; returns the rows it returns.
 

@@ -106,6 +106,7 @@ class SqlSessionRegistry:
             self._database,
             (self._sql.count_sessions, {"namespace": self.namespace}),
             lambda rows: describe(int(rows[0][0])),
+            single_value=True,
         )
 
     def _update(self, statement: str, session_id: str, **values: object) -> bool:

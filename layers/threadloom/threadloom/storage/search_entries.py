@@ -45,7 +45,7 @@ class SqlSearchProvider:
 
     def block_read(self) -> BlockRead:
         """``get()`` as a read that can go with the session's other block reads (one round trip)."""
-        return BlockRead(self._database, (self._sql.count_entries, self._params()), _describe_count)
+        return BlockRead(self._database, (self._sql.count_entries, self._params()), _describe_count, single_value=True)
 
     def search(self, query: str) -> str | None:
         if not isinstance(query, str) or not js_trim(query):

@@ -43,6 +43,7 @@ from threadloom.storage.postgres.connection import (
     sqlstate,
 )
 from threadloom.storage.postgres.pipeline import run_pipelined, run_pipelined_together
+from threadloom.storage.postgres.sql import PostgresSql
 from threadloom.storage.values import check_storable
 
 if TYPE_CHECKING:
@@ -285,6 +286,25 @@ class PostgresDatabase:
                 if self._connection is not None or self._factory is None:
                     raise
             return self._run_together(self._live_connection(), statements)
+
+    def read_when_missing(
+        self, first: tuple[str, Mapping[str, Any]], statements: Sequence[tuple[str, Mapping[str, Any]]]
+    ) -> tuple[list[list[Any]], list[list[list[Any]]] | None]:
+        """``first``'s rows, and only when it found nothing every statement's (else None): one statement.
+
+        A new session's stored prompt (missing) and the blocks to render it from then cost one
+        round trip instead of two; a stored prompt still reads nothing else. It goes with the
+        timeouts statement, as the block reads did: unlike the prompt alone, they count rows.
+        """
+        composed = PostgresSql.read_when_missing(first, statements)
+        if composed is None:
+            rows = self.query_once(*first)
+            found = bool(rows) and rows[0][0] is not None
+            return rows, None if found else self.read_together(statements)
+        [[row]] = self.read_together([composed])
+        if row[0] is not None:
+            return [[row[0]]], None
+        return [], [[[value]] for value in row[1:]]
 
     def _run_together(
         self, connection: Connection, statements: Sequence[tuple[str, Mapping[str, Any]]]

@@ -9,13 +9,16 @@ round trips (see :mod:`threadloom.storage.postgres.tree`).
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any, Final
 
 from threadloom.search import parse_query, to_tsquery_literal, to_tsvector_literal
 from threadloom.storage.dialect import JUMP_SPAN, SqlDialect
 
 if TYPE_CHECKING:
-    from threadloom.storage.database import Database
+    from collections.abc import Mapping, Sequence
+
+    from threadloom.storage.database import Database, Params
 
 _NEXT_ACTIVITY = "(SELECT COALESCE(MAX(activity_seq), 0) + 1 FROM threadloom_sessions WHERE namespace = :namespace)"
 _FORK_PATH = (
@@ -52,6 +55,8 @@ _LEAF = (
     "(SELECT h.leaf_id FROM threadloom_session_heads h WHERE h.session_id = :sid))"
 )
 # A TIMESTAMPTZ as threadloom.storage.database.utc_now() writes it, whatever the session's TimeZone.
+# A :name parameter (not the second colon of a :: cast).
+_PARAMETER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 _ISO_TIME = "to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 
 #: Key of the transaction-level advisory lock that serializes concurrent migrate() calls
@@ -484,3 +489,26 @@ class PostgresSql(SqlDialect):
     @classmethod
     def prepare_message_search(cls, database: Database) -> None:
         """Nothing to do: a message's search vector is written with its row."""
+
+    @classmethod
+    def read_when_missing(
+        cls, first: tuple[str, Mapping[str, Any]], statements: Sequence[tuple[str, Mapping[str, Any]]]
+    ) -> tuple[str, Params] | None:
+        """One statement answering ``first``'s value, then each statement's, those only when ``first``'s is NULL.
+
+        Each statement must answer one value (or no row). Each becomes an uncorrelated scalar
+        subquery, which PostgreSQL runs as an InitPlan only when its value is first used: a
+        ``CASE`` on ``first``'s value leaves them unread when a value was found. ``OFFSET 0`` keeps
+        ``first`` in its own subquery (pulled up, it would be read once per reference). Parameters
+        are renamed per statement (``:key`` of the second becomes ``:s1_key``). None when a
+        statement holds a quote, where a ``:`` might not be a parameter.
+        """
+        renamed: list[str] = []
+        params: Params = {}
+        for index, (sql, values) in enumerate([first, *statements]):
+            if "'" in sql or '"' in sql:
+                return None
+            renamed.append(_PARAMETER.sub(rf":s{index}_\1", sql))
+            params.update({f"s{index}_{name}": value for name, value in values.items()})
+        gated = "".join(f", CASE WHEN g.v IS NULL THEN ({sql}) END" for sql in renamed[1:])
+        return f"SELECT g.v{gated} FROM (SELECT ({renamed[0]}) AS v OFFSET 0) AS g", params

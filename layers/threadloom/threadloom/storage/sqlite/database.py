@@ -159,6 +159,16 @@ class SqliteDatabase:
         with self._lock:
             return [self._executor.query(sql, params) for sql, params in statements]
 
+    def read_when_missing(
+        self, first: tuple[str, Params], statements: Sequence[tuple[str, Params]]
+    ) -> tuple[list[Row], list[list[Row]] | None]:
+        """``first``'s rows, and only when it found nothing every statement's (else None), one by one."""
+        with self._lock:
+            rows = self._executor.query(*first)
+            if rows and rows[0][0] is not None:
+                return rows, None
+            return rows, [self._executor.query(sql, params) for sql, params in statements]
+
     def execute_once(self, sql: str, params: Params | None = None, *, durable: bool = True) -> list[Row]:
         """One write statement in autocommit mode: atomic on its own, committed when it returns.
 
