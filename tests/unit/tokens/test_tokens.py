@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
-from threadloom.jscompat import js_round, js_string, utf16_length, utf16_slice
+from hypothesis import given, settings
+from hypothesis.strategies import sampled_from, text
+from threadloom.jscompat import JS_WHITESPACE_RUN, js_round, js_string, utf16_length, utf16_slice
 from threadloom.tokens import estimate_message_tokens, estimate_string_tokens
 
 
@@ -62,3 +66,19 @@ def test_js_helpers() -> None:
     assert js_string({"a": 1}) == "[object Object]"
     assert js_string([1, None, "x"]) == "1,,x"
     assert js_string(3.0) == "3"
+
+
+def test_non_ascii_text_counts_javascript_words_on_the_fast_path_too() -> None:
+    # U+0085 splits words in str.split() only, U+FEFF in JS only; box drawing and astral characters are words
+    assert estimate_string_tokens("══ a\x85b\x85c\x85d\x85e") == 3  # 2 words: 12 units / 4
+    assert estimate_string_tokens("══ a b c d e") == 8  # 6 words * 1.3
+    assert estimate_string_tokens("══ a b c d e f\ufeffg") == estimate_string_tokens("══ a b c d e f g") == 11
+
+
+@settings(max_examples=300, deadline=None)
+@given(text(alphabet=sampled_from(list("ab═😀\x85\ufeff\x1c \t\n\u00a0\u2003\u3000")), max_size=60))
+def test_the_word_count_is_javascripts_whatever_the_whitespace(sample: str) -> None:
+    # The reference: max(UTF-16 units / 4, words split on JavaScript's \s * 1.3), rounded up
+    words = sum(1 for piece in JS_WHITESPACE_RUN.split(sample) if piece)
+    expected = math.ceil(max(utf16_length(sample) / 4, words * 1.3)) if sample else 0
+    assert estimate_string_tokens(sample) == expected
