@@ -94,6 +94,28 @@ def test_opening_a_new_session_reads_prompt_and_blocks_in_one_round_trip_and_sto
     assert len(sent) == 1 and sent[0].startswith("TOGETHER SELECT g.v,"), sent
 
 
+def test_reads_when_missing_answer_the_same_composed_or_one_by_one(runtime: Runtime) -> None:
+    database = runtime.store.database
+    manager = runtime.manager("tenant")
+    manager.create("one")
+    found = ("SELECT CAST(:value AS text)", {"value": "stored"})
+    missing = ("SELECT CAST(:value AS text)", {"value": None})
+    reads = [
+        ("SELECT COUNT(*) FROM threadloom_sessions WHERE namespace = :namespace", {"namespace": "tenant"}),
+        ("SELECT CAST(:value AS text)", {"value": "a:b"}),
+    ]
+    quoted = [*reads, ("SELECT 'x:y' WHERE :flag", {"flag": True})]  # a quote: read one by one, not composed
+    with RoundTrips().counting() as sent:
+        assert database.read_when_missing(found, reads) == ([["stored"]], None)
+        assert database.read_when_missing(missing, reads) == ([], [[[1]], [["a:b"]]])
+    assert len(sent) == 2 and all(statement.startswith("TOGETHER SELECT g.v,") for statement in sent), sent
+    with RoundTrips().counting() as sent:
+        assert database.read_when_missing(found, quoted) == ([["stored"]], None)
+        rows, answers = database.read_when_missing(missing, quoted)
+    assert rows == [[None]] and answers == [[[1]], [["a:b"]], [["x:y"]]]
+    assert len(sent) == 3 and "TOGETHER SELECT g.v" not in " ".join(sent), sent
+
+
 def test_an_append_with_events_and_the_compaction_check_is_one_round_trip(runtime: Runtime) -> None:
     manager = runtime.manager("tenant")
     session = manager.get_session(manager.create("appends").id)

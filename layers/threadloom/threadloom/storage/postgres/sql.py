@@ -9,6 +9,7 @@ round trips (see :mod:`threadloom.storage.postgres.tree`).
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING, Any, Final
 
@@ -503,12 +504,23 @@ class PostgresSql(SqlDialect):
         are renamed per statement (``:key`` of the second becomes ``:s1_key``). None when a
         statement holds a quote, where a ``:`` might not be a parameter.
         """
-        renamed: list[str] = []
+        every = [first, *statements]
+        sql = _read_when_missing_sql(tuple(sql for sql, _ in every))
+        if sql is None:
+            return None
         params: Params = {}
-        for index, (sql, values) in enumerate([first, *statements]):
-            if "'" in sql or '"' in sql:
-                return None
-            renamed.append(_PARAMETER.sub(rf":s{index}_\1", sql))
+        for index, (_, values) in enumerate(every):
             params.update({f"s{index}_{name}": value for name, value in values.items()})
-        gated = "".join(f", CASE WHEN g.v IS NULL THEN ({sql}) END" for sql in renamed[1:])
-        return f"SELECT g.v{gated} FROM (SELECT ({renamed[0]}) AS v OFFSET 0) AS g", params
+        return sql, params
+
+
+@functools.lru_cache(maxsize=64)
+def _read_when_missing_sql(statements: tuple[str, ...]) -> str | None:
+    """The SQL of :meth:`PostgresSql.read_when_missing` (the same few statements every time: built once)."""
+    renamed: list[str] = []
+    for index, sql in enumerate(statements):
+        if "'" in sql or '"' in sql:
+            return None
+        renamed.append(_PARAMETER.sub(rf":s{index}_\1", sql))
+    gated = "".join(f", CASE WHEN g.v IS NULL THEN ({sql}) END" for sql in renamed[1:])
+    return f"SELECT g.v{gated} FROM (SELECT ({renamed[0]}) AS v OFFSET 0) AS g"
