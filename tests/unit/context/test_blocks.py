@@ -669,12 +669,16 @@ def test_a_stored_prompt_read_through_the_gate_reads_no_block(fake: Fakes) -> No
     assert one.batches == [["memory"]] and declined.get_calls == 1
 
 
+def _memory_blocks(channel: _Channel) -> tuple[ContextBlocks, _PromptStore]:
+    """A memory block and a prompt store, both read on ``channel``."""
+    store = _PromptStore(channel)
+    return make(ContextConfig("memory", provider=_SingleValue(channel)), prompt_store=store), store
+
+
 def test_without_a_gating_channel_the_prompt_is_read_alone_first(fake: Fakes) -> None:
     # Given a channel that can only read together, and no stored prompt
     one = _Channel({"memory": "facts"})
-    memory = _SingleValue(one)
-    store = _PromptStore(one)
-    blocks = make(ContextConfig("memory", provider=memory), prompt_store=store)
+    blocks, store = _memory_blocks(one)
     # When the prompt is frozen: the prompt alone, then the blocks, as before
     prompt = blocks.freeze_system_prompt()
     assert store.get_calls == 1 and one.batches == [["memory"]] and "facts" in prompt
@@ -683,9 +687,7 @@ def test_without_a_gating_channel_the_prompt_is_read_alone_first(fake: Fakes) ->
 def test_a_loaded_session_reads_its_prompt_alone_even_on_a_gating_channel(fake: Fakes) -> None:
     # Given a session whose blocks are loaded (its first freeze read them through the gate)
     one = _GatedChannel({"memory": "facts"})
-    memory = _SingleValue(one)
-    store = _PromptStore(one)
-    blocks = make(ContextConfig("memory", provider=memory), prompt_store=store)
+    blocks, store = _memory_blocks(one)
     first = blocks.freeze_system_prompt()
     assert len(one.gated) == 1 and store.get_calls == 0
     # When another request of the same process freezes again (a prompt refreshed elsewhere is stored)
