@@ -168,33 +168,3 @@ def test_a_page_of_a_straight_stretch_is_one_index_range_and_a_branch_in_it_walk
     # And both pages are the same rows
     rows = [admin.run(PAGE_100_TO_199.format(sid=sid, leaf="m299")) for sid in ("line", "forked")]
     assert rows[0] == rows[1] and rows[0][0][:3] == [-5, None, 100]
-
-
-def test_a_stored_prompt_leaves_the_block_reads_of_its_statement_unread(admin: Any, populated: None) -> None:
-    admin.run(
-        "INSERT INTO threadloom_context_blocks (key, session_id, content, updated_at)"
-        " VALUES ('prompt', 's', 'x', now())"
-    )
-    reads = [
-        (PostgresSql.get_block, {"key": "memory"}),
-        (PostgresSql.count_entries, {"scope": "tenant", "label": "knowledge"}),
-        (PostgresSql.count_sessions, {"namespace": "tenant"}),
-    ]
-
-    def analyzed(key: str) -> str:
-        composed = PostgresSql.read_when_missing((PostgresSql.get_block, {"key": key}), reads)
-        assert composed is not None
-        sql, params = composed
-        rows = admin.run("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) " + sql, **params)
-        return "\n".join(row[0] for row in rows)
-
-    # A stored prompt: read once, and the three block reads never run
-    stored = analyzed("prompt")
-    assert stored.count("never executed") >= 3 and stored.count("actual rows=1") >= 1, stored
-    assert stored.count("threadloom_context_blocks_pkey") == 2, stored  # the prompt's read is not repeated
-    # No prompt: every block read runs, once
-    missing = analyzed("no prompt")
-    assert "never executed" not in missing, missing
-    composed = PostgresSql.read_when_missing((PostgresSql.get_block, {"key": "no prompt"}), reads)
-    assert composed is not None
-    assert admin.run(composed[0], **composed[1]) == [[None, None, 0, 3]]

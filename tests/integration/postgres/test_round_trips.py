@@ -77,8 +77,7 @@ def test_opening_a_new_session_reads_prompt_and_blocks_in_one_round_trip_and_sto
     assert len(sent) == 2, sent
     assert not [statement for statement in sent if "loaded_skills" in statement], sent
     [together, insert] = sent
-    assert together.startswith("TOGETHER SELECT g.v,") and "|" not in together, sent
-    assert trips.statements[0][0].count("CASE WHEN g.v IS NULL") == 3, trips.statements
+    assert together.startswith("TOGETHER SELECT unnest(threadloom_read_when_missi") and "|" not in together, sent
     assert insert.startswith("INSERT"), sent
     # And a second freeze in this process (the manager keeps the session, its blocks loaded) reads
     # the stored prompt in one round trip, by primary key, sent alone (no timeouts statement)
@@ -86,34 +85,41 @@ def test_opening_a_new_session_reads_prompt_and_blocks_in_one_round_trip_and_sto
     with trips.counting() as sent:
         assert manager.get_session(session_id).freeze_system_prompt() == prompt
     assert len(sent) == 1 and trips.timeouts == [False], (sent, trips.timeouts)
-    # And in another process, the first freeze finds it in one round trip too: the same statement,
-    # whose block reads the server leaves unread when a prompt is stored (test_query_plans.py)
+    # And in another process, the first freeze finds it in one round trip too: the same call, which
+    # reads no block when a prompt is stored (test_append_functions.py)
     elsewhere = Runtime(runtime.settings, store=runtime.store).manager("tenant")
     with RoundTrips().counting() as sent:
         assert elsewhere.get_session(session_id).freeze_system_prompt() == prompt
-    assert len(sent) == 1 and sent[0].startswith("TOGETHER SELECT g.v,"), sent
+    assert len(sent) == 1 and sent[0].startswith("TOGETHER SELECT unnest(threadloom_read_when_missi"), sent
 
 
-def test_reads_when_missing_answer_the_same_composed_or_one_by_one(runtime: Runtime) -> None:
+def test_reads_when_missing_answer_as_the_statements_would_in_one_call_or_one_by_one(runtime: Runtime) -> None:
+    from threadloom.storage.postgres.sql import PostgresSql
+
     database = runtime.store.database
-    manager = runtime.manager("tenant")
-    manager.create("one")
-    found = ("SELECT CAST(:value AS text)", {"value": "stored"})
-    missing = ("SELECT CAST(:value AS text)", {"value": None})
+    runtime.manager("tenant").create("one")
+    database.execute_once(PostgresSql.upsert_block, {"key": "stored", "sid": None, "content": "P", "now": "2026-12-03"})
+    database.execute_once(PostgresSql.upsert_block, {"key": "memory", "sid": None, "content": "M", "now": "2026-12-03"})
+    found, missing = (PostgresSql.get_block, {"key": "stored"}), (PostgresSql.get_block, {"key": "none"})
     reads = [
-        ("SELECT COUNT(*) FROM threadloom_sessions WHERE namespace = :namespace", {"namespace": "tenant"}),
-        ("SELECT CAST(:value AS text)", {"value": "a:b"}),
+        (PostgresSql.get_block, {"key": "memory"}),
+        (PostgresSql.count_entries, {"scope": "tenant", "label": "knowledge"}),
+        (PostgresSql.get_block, {"key": "absent"}),
+        (PostgresSql.count_sessions, {"namespace": "tenant"}),
     ]
-    quoted = [*reads, ("SELECT 'x:y' WHERE :flag", {"flag": True})]  # a quote: read one by one, not composed
+    each = [database.query_once(sql, params) for sql, params in reads]
+    assert each == [[["M"]], [[0]], [], [[1]]]
     with RoundTrips().counting() as sent:
-        assert database.read_when_missing(found, reads) == ([["stored"]], None)
-        assert database.read_when_missing(missing, reads) == ([], [[[1]], [["a:b"]]])
-    assert len(sent) == 2 and all(statement.startswith("TOGETHER SELECT g.v,") for statement in sent), sent
+        assert database.read_when_missing(found, reads) == ([["P"]], None)
+        assert database.read_when_missing(missing, reads) == ([], [[["M"]], [[0]], [[None]], [[1]]])
+    assert len(sent) == 2 and all("threadloom_read_when_missi" in statement for statement in sent), sent
+    # A statement the function does not know: the prompt alone, then the reads together
+    other = [*reads, ("SELECT CAST(:value AS text)", {"value": "a:b"})]
     with RoundTrips().counting() as sent:
-        assert database.read_when_missing(found, quoted) == ([["stored"]], None)
-        rows, answers = database.read_when_missing(missing, quoted)
-    assert rows == [[None]] and answers == [[[1]], [["a:b"]], [["x:y"]]]
-    assert len(sent) == 3 and "TOGETHER SELECT g.v" not in " ".join(sent), sent
+        assert database.read_when_missing(found, other) == ([["P"]], None)
+        rows, answers = database.read_when_missing(missing, other)
+    assert rows == [] and answers == [*each, [["a:b"]]]
+    assert len(sent) == 3 and "threadloom_read_when_missing" not in " ".join(sent), sent
 
 
 def test_an_append_with_events_and_the_compaction_check_is_one_round_trip(runtime: Runtime) -> None:

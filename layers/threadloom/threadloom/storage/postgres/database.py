@@ -290,21 +290,26 @@ class PostgresDatabase:
     def read_when_missing(
         self, first: tuple[str, Mapping[str, Any]], statements: Sequence[tuple[str, Mapping[str, Any]]]
     ) -> tuple[list[list[Any]], list[list[list[Any]]] | None]:
-        """``first``'s rows, and only when it found nothing every statement's (else None): one statement.
+        """``first``'s rows, and only when it found nothing every statement's (else None): one round trip.
 
-        A new session's stored prompt (missing) and the blocks to render it from then cost one
-        round trip instead of two; a stored prompt still reads nothing else. It goes with the
+        A session's stored prompt and, when there is none, the blocks to render it from are one
+        call of ``threadloom_read_when_missing`` (migration 0014): a new session then freezes in
+        two round trips instead of three, and a stored prompt costs one lookup. It goes with the
         timeouts statement, as the block reads did: unlike the prompt alone, they count rows.
+        Statements the function does not know are read as before: ``first``, then the others.
         """
-        composed = PostgresSql.read_when_missing(first, statements)
-        if composed is None:
+        call = PostgresSql.read_when_missing(first, statements)
+        if call is None:
             rows = self.query_once(*first)
             found = bool(rows) and rows[0][0] is not None
             return rows, None if found else self.read_together(statements)
-        [[row]] = self.read_together([composed])
-        if row[0] is not None:
-            return [[row[0]]], None
-        return [], [[[value]] for value in row[1:]]
+        sql, params, kinds = call
+        [rows] = self.read_together([(sql, params)])
+        values = [row[0] for row in rows]
+        if values[0] is not None:
+            return [[values[0]]], None
+        answers = [[[value if kind == "block" else int(value)]] for kind, value in zip(kinds, values[1:], strict=True)]
+        return [], answers
 
     def _run_together(
         self, connection: Connection, statements: Sequence[tuple[str, Mapping[str, Any]]]

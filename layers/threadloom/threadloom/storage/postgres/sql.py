@@ -9,8 +9,6 @@ round trips (see :mod:`threadloom.storage.postgres.tree`).
 
 from __future__ import annotations
 
-import functools
-import re
 from typing import TYPE_CHECKING, Any, Final
 
 from threadloom.search import parse_query, to_tsquery_literal, to_tsvector_literal
@@ -56,8 +54,6 @@ _LEAF = (
     "(SELECT h.leaf_id FROM threadloom_session_heads h WHERE h.session_id = :sid))"
 )
 # A TIMESTAMPTZ as threadloom.storage.database.utc_now() writes it, whatever the session's TimeZone.
-# A :name parameter (not the second colon of a :: cast).
-_PARAMETER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 _ISO_TIME = "to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 
 #: Key of the transaction-level advisory lock that serializes concurrent migrate() calls
@@ -491,36 +487,53 @@ class PostgresSql(SqlDialect):
     def prepare_message_search(cls, database: Database) -> None:
         """Nothing to do: a message's search vector is written with its row."""
 
+    # A stored prompt, or when there is none the block reads (:kinds with their arguments), in one call
+    # whose plans the connection keeps (migration 0014).
+    # One row per value (unnest): pg8000 parses a text[] answer character by character, about 0.5 ms
+    # for a prompt. The arrays are sent as literals (:func:`text_array`), for the same reason.
+    read_when_missing_call = (
+        "SELECT unnest(threadloom_read_when_missing(CAST(:key AS text), CAST(:kinds AS text[]), "
+        "CAST(:first AS text[]), CAST(:second AS text[])))"
+    )
+
     @classmethod
     def read_when_missing(
         cls, first: tuple[str, Mapping[str, Any]], statements: Sequence[tuple[str, Mapping[str, Any]]]
-    ) -> tuple[str, Params] | None:
-        """One statement answering ``first``'s value, then each statement's, those only when ``first``'s is NULL.
+    ) -> tuple[str, Params, list[str]] | None:
+        """The ``threadloom_read_when_missing`` call answering ``first`` and, if it finds nothing, ``statements``.
 
-        Each statement must answer one value (or no row). Each becomes an uncorrelated scalar
-        subquery, which PostgreSQL runs as an InitPlan only when its value is first used: a
-        ``CASE`` on ``first``'s value leaves them unread when a value was found. ``OFFSET 0`` keeps
-        ``first`` in its own subquery (pulled up, it would be read once per reference). Parameters
-        are renamed per statement (``:key`` of the second becomes ``:s1_key``). None when a
-        statement holds a quote, where a ``:`` might not be a parameter.
+        ``first`` must read a block (the stored prompt) and each statement be one the function knows:
+        a block's content, the count of a knowledge label's entries, the count of a namespace's
+        sessions. Returns the SQL, its parameters and each statement's kind; None otherwise.
         """
-        every = [first, *statements]
-        sql = _read_when_missing_sql(tuple(sql for sql, _ in every))
-        if sql is None:
+        if first[0] != cls.get_block:
             return None
-        params: Params = {}
-        for index, (_, values) in enumerate(every):
-            params.update({f"s{index}_{name}": value for name, value in values.items()})
-        return sql, params
+        arguments = {cls.get_block: ("block", "key", None), cls.count_entries: ("entries", "scope", "label")}
+        arguments[cls.count_sessions] = ("sessions", "namespace", None)
+        kinds: list[str] = []
+        firsts: list[Any] = []
+        seconds: list[Any] = []
+        for sql, values in statements:
+            known = arguments.get(sql)
+            if known is None:
+                return None
+            kind, first_name, second_name = known
+            kinds.append(kind)
+            firsts.append(values[first_name])
+            seconds.append(values[second_name] if second_name is not None else None)
+        params: Params = {
+            "key": first[1]["key"],
+            "kinds": text_array(kinds),
+            "first": text_array(firsts),
+            "second": text_array(seconds),
+        }
+        return cls.read_when_missing_call, params, kinds
 
 
-@functools.lru_cache(maxsize=64)
-def _read_when_missing_sql(statements: tuple[str, ...]) -> str | None:
-    """The SQL of :meth:`PostgresSql.read_when_missing` (the same few statements every time: built once)."""
-    renamed: list[str] = []
-    for index, sql in enumerate(statements):
-        if "'" in sql or '"' in sql:
-            return None
-        renamed.append(_PARAMETER.sub(rf":s{index}_\1", sql))
-    gated = "".join(f", CASE WHEN g.v IS NULL THEN ({sql}) END" for sql in renamed[1:])
-    return f"SELECT g.v{gated} FROM (SELECT ({renamed[0]}) AS v OFFSET 0) AS g"
+def text_array(values: Sequence[str | None]) -> str:
+    """A ``text[]`` literal of ``values`` (None is NULL), quoted so that any text reads back as itself."""
+    return "{" + ",".join("NULL" if value is None else _quoted_element(value) for value in values) + "}"
+
+
+def _quoted_element(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
