@@ -42,6 +42,9 @@ SCRIPT: list[tuple[str, str | None, str | None, int]] = [
     ("r1", None, None, 2),  # a second root
     ("m1", None, None, 1),  # a retry of the first message, with a different parent
     ("m7", "omitted", None, 0),
+    ("x:y:z", None, None, 3),  # an id with the answer's separator in it
+    ("m8", "x:y:z", None, 1),
+    ("m8", "x:y:z", None, 1),
 ]
 
 
@@ -74,8 +77,9 @@ def run_script(connection: Any, sql: str, session_id: str) -> list[Any]:
             answers.append(("error", fields["C"], fields.get("D")))
             continue
         if sql is MESSAGE:
-            parent_id, inserted, path = rows[0][0]
-            answers.append((parent_id, inserted == "t", int(path)))
+            answer = rows[0][0]
+            path, has_parent, parent_id = answer[1:].partition(":")
+            answers.append((parent_id if has_parent else None, answer[0] == "t", int(path)))
         else:
             [(parent_id, inserted, path)] = rows
             answers.append((parent_id, inserted, int(path)))
@@ -91,7 +95,8 @@ def test_the_one_message_function_answers_and_stores_what_the_chain_function_doe
     assert [answer[1] for answer in within if answer[0] == "error"] == ["TL409", "TL404"]
     assert connection.run(STORED, sid="message") == connection.run(STORED, sid="within")
     heads = "SELECT leaf_id, next_seq FROM threadloom_session_heads WHERE session_id = :sid"
-    assert connection.run(heads, sid="message") == connection.run(heads, sid="within") == [["m7", 7]]
+    assert connection.run(heads, sid="message") == connection.run(heads, sid="within") == [["m8", 9]]
+    assert within[-2:] == [("x:y:z", True, 4), ("x:y:z", False, 4)]
 
 
 def test_an_id_that_ends_a_compaction_overlay_is_refused_by_both(connection: Any) -> None:

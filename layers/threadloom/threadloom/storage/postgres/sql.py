@@ -444,7 +444,7 @@ class PostgresSql(SqlDialect):
     )
     # One message (nearly every append): a plain call with scalar arguments, which the server parses,
     # plans and runs in about 70 µs less than the set-returning ``append`` (migration 0013). The
-    # answer is one text[]: {parent id, 't' if inserted else 'f', path tokens}.
+    # answer is one text: 't' if inserted else 'f', the path tokens, then ':' and the parent id if any.
     append_one = (
         "SELECT threadloom_append_message("
         "CAST(:sid AS text), CAST(:id AS text), CAST(:role AS text), CAST(:content AS text), "

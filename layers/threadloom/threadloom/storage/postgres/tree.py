@@ -264,9 +264,10 @@ class PostgresSessionProvider(SqlSessionProvider):
                 parent = _detail(cause)
                 raise NotFoundError(f"Parent message {parent!r} not found in session {self.session_id!r}") from None
             raise
-        if len(prepared) == 1:  # threadloom_append_message's {parent, 't' | 'f', path tokens}
-            parent, inserted, path_tokens = rows[0][0]
-            return [[prepared[0].id, parent, inserted == "t", path_tokens]]
+        if len(prepared) == 1:  # threadloom_append_message's 't' | 'f', path tokens, then ':' and the parent if any
+            answer: str = rows[0][0]
+            path_tokens, has_parent, parent = answer[1:].partition(":")
+            return [[prepared[0].id, parent if has_parent else None, answer[0] == "t", path_tokens]]
         return rows
 
 

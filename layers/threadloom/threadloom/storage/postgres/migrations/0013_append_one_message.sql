@@ -6,8 +6,9 @@
 -- 70 µs of an append's 600. threadloom_append_message does the same steps in the same order (lock
 -- timeout, head row lock, compaction check, existing id, expected leaf, parent, insert, head
 -- update) for one message, with scalar arguments, called as `SELECT threadloom_append_message(...)`.
--- It returns {parent id, 't' if inserted else 'f', path tokens}: for an id already stored (a
--- retry), its stored parent and path tokens and nothing is written. Errors are 0012's (TL001,
+-- It returns one text: 't' if inserted else 'f', the path tokens, then ':' and the parent id when
+-- there is a parent ('t42:m1', 'f7'); for an id already stored (a retry), its stored parent and path
+-- tokens, and nothing is written. (A text[] would do, but pg8000 parses arrays character by character.) Errors are 0012's (TL001,
 -- TL409, TL404, 55P03). Chains of several messages still call threadloom_append_within.
 -- Grant EXECUTE on threadloom_append_message (docs/postgres.md).
 CREATE FUNCTION threadloom_append_message(
@@ -22,7 +23,7 @@ CREATE FUNCTION threadloom_append_message(
     p_expected_leaf_id TEXT,
     p_created_at       TIMESTAMPTZ,
     p_lock_timeout     TEXT
-) RETURNS TEXT[]
+) RETURNS TEXT
 LANGUAGE plpgsql VOLATILE AS $$
 #variable_conflict use_column
 DECLARE
@@ -52,7 +53,7 @@ BEGIN
     SELECT m.parent_id, m.path_tokens INTO v_existing, v_existing_path
         FROM threadloom_messages m WHERE m.session_id = p_session_id AND m.id = p_id;
     IF FOUND THEN
-        RETURN ARRAY[v_existing, 'f', v_existing_path::text];
+        RETURN 'f' || v_existing_path || COALESCE(':' || v_existing, '');
     END IF;
     IF p_expected_leaf_id IS NOT NULL AND p_expected_leaf_id IS DISTINCT FROM v_leaf THEN
         RAISE EXCEPTION USING ERRCODE = 'TL409', MESSAGE = 'threadloom: the latest leaf moved',
@@ -77,6 +78,6 @@ BEGIN
         VALUES (p_session_id, p_id, v_seq, v_parent, p_role, p_content, v_depth, p_tokens, v_path,
                 p_created_at, CAST(p_vector AS tsvector), v_jump);
     UPDATE threadloom_session_heads SET leaf_id = p_id, next_seq = v_seq + 1 WHERE session_id = p_session_id;
-    RETURN ARRAY[v_parent, 't', v_path::text];
+    RETURN 't' || v_path || COALESCE(':' || v_parent, '');
 END
 $$;
