@@ -10,6 +10,7 @@ both equally. Printed ratios and their targets:
 
 - PostgreSQL append p50 / raw pg8000 INSERT                         <= 1.3x
 - PostgreSQL open a session (cold, as a new request does) + 10 appends / 10 raw INSERTs <= 1.5x
+  (and, for information, opening an existing session the first time in a process / one raw read by key)
 - SQLite append p50 / raw sqlite3 (message row, FTS5 row and leaf in one transaction), WAL +
   synchronous=NORMAL and =FULL <= 1.3x
 - every page of a 10,000-message history (200 per page) / one library read <= 2x
@@ -59,6 +60,7 @@ RAW_SCHEMA = (
     "content TEXT NOT NULL, PRIMARY KEY (session_id, id))"
 )
 RAW_INSERT_PG = "INSERT INTO raw_messages (session_id, id, parent_id, content) VALUES (:sid, :id, :parent, :content)"
+RAW_READ_PG = "SELECT content FROM raw_messages WHERE session_id = :sid AND id = :id"
 RAW_INSERT_SQLITE = "INSERT INTO raw_messages (session_id, id, parent_id, content) VALUES (?, ?, ?, ?)"
 # SQLite's raw baseline keeps what makes the store searchable and its leaf known, as Threadloom does:
 # the message row, its full-text row and the session's leaf, in one transaction.
@@ -138,9 +140,10 @@ def postgres(url: str) -> bool:
     ok = ratio_line("append p50", statistics.median(ours), statistics.median(theirs), 1.3)
     assert users.events >= SAMPLES
 
-    opened, raw_ten = [], []
+    opened, raw_ten, open_ids = [], [], []
     for sample in range(OPEN_SAMPLES):
         sid = users.create(f"open-{sample}")
+        open_ids.append(sid)
         items = [message(f"o{sample}-{i}") for i in range(10)]
 
         def open_and_append(sid: str = sid, items: list[dict[str, Any]] = items) -> None:
@@ -163,6 +166,22 @@ def postgres(url: str) -> bool:
         opened.append(timed(open_and_append))
         raw_ten.append(timed(raw_inserts))
     ok &= ratio_line("open a session + 10 appends", statistics.median(opened), statistics.median(raw_ten), 1.5)
+
+    # An existing session opened for the first time in a process (a new execution environment): one
+    # round trip that reads the stored prompt (and would read the blocks if none were stored), against
+    # the raw driver reading one row by its primary key.
+    reopened, raw_read = [], []
+    for sample in range(OPEN_SAMPLES):
+        elsewhere = Users(store)  # another process's runtime: no session cached
+
+        def reopen(elsewhere: Users = elsewhere, sid: str = open_ids[sample]) -> None:
+            elsewhere.manager.get_session(sid).freeze_system_prompt()
+
+        reopened.append(timed(reopen))
+        raw_read.append(timed(lambda sample=sample: raw.run(RAW_READ_PG, sid=f"raw-open-{sample}", id=f"o{sample}-0")))
+    info_line(
+        "open an existing session (first time in a process)", statistics.median(reopened), statistics.median(raw_read)
+    )
     ok &= paging(users, "PostgreSQL")
     raw.close()
     store.close()
