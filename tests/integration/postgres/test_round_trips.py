@@ -29,14 +29,11 @@ class RoundTrips:
         self.sent: list[str] = []
         self.timeouts: list[bool] = []
         """For each statement sent alone: whether the timeouts statement went ahead of it."""
-        self.statements: list[list[str]] = []
-        """The whole SQL of each batch sent together (which always goes with the timeouts statement)."""
 
     @contextmanager
     def counting(self) -> Iterator[list[str]]:
         self.sent = []
         self.timeouts = []
-        self.statements = []
         send = PostgresDatabase.run_on
 
         def counted(database: PostgresDatabase, connection: Any, sql: str, *args: Any, **kwargs: Any) -> Any:
@@ -48,7 +45,6 @@ class RoundTrips:
 
         def counted_together(database: PostgresDatabase, connection: Any, statements: Any) -> Any:
             self.sent.append("TOGETHER " + " | ".join(sql[:40] for sql, _ in statements))
-            self.statements.append([sql for sql, _ in statements])
             return send_together(database, connection, statements)
 
         with pytest.MonkeyPatch.context() as patch:
