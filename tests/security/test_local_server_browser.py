@@ -351,3 +351,64 @@ def test_the_inspector_page_may_connect_only_to_its_own_origin(
         WEBSOCKET, server.ws_url, new_session(server, "csp control"), ["threadloom.live"]
     )
     assert events[0] == "open" and json.loads(events[1])["type"] == "subscribed"
+
+
+class HandshakeRecorder:
+    """A WebSocket server standing in for a deployed live channel: it records each handshake's URL and subprotocols."""
+
+    def __init__(self) -> None:
+        from websockets.sync.server import serve
+
+        self.handshakes: list[tuple[str, str]] = []
+
+        def record(connection: Any, request: Any) -> None:
+            """Every handshake, before the subprotocol is negotiated."""
+            self.handshakes.append((request.path, request.headers.get("Sec-WebSocket-Protocol", "")))
+
+        def handler(connection: Any) -> None:
+            for _ in connection:  # hold the channel open until the page leaves
+                pass
+
+        self.server = serve(handler, "127.0.0.1", 0, subprotocols=["threadloom.live"], process_request=record)
+        self.url = f"ws://127.0.0.1:{self.server.socket.getsockname()[1]}/dev"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def recorder() -> Iterator[HandshakeRecorder]:
+    recording = HandshakeRecorder()
+    try:
+        yield recording
+    finally:
+        recording.close()
+
+
+@pytest.fixture(scope="module")
+def deployed_like(tmp_path_factory: pytest.TempPathFactory, recorder: HandshakeRecorder) -> Iterator[RunningServer]:
+    """The inspector served with its live channel elsewhere, as on AWS (THREADLOOM_WEBSOCKET_URL)."""
+    _require_browser()
+    directory = tmp_path_factory.mktemp("deployed-like") / "data"
+    with local_server(directory, profile=PROFILE, env={"THREADLOOM_WEBSOCKET_URL": recorder.url}) as running:
+        yield running
+
+
+def test_the_inspector_sends_its_token_as_a_subprotocol_never_in_the_url(
+    driver: Any, deployed_like: RunningServer, recorder: HandshakeRecorder
+) -> None:
+    session_id = new_session(deployed_like, "token transport")
+    token = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJsb2NhbCJ9.c2lnbmF0dXJl"  # the local server checks none
+    driver.get(f"{deployed_like.url}/health")
+    driver.execute_script("sessionStorage.setItem('threadloom.token', arguments[0])", token)
+    driver.get(f"{deployed_like.url}/#/sessions/{session_id}")
+    deadline = time.monotonic() + SCRIPT_TIMEOUT_S
+    while not recorder.handshakes:
+        assert time.monotonic() < deadline, "the inspector opened no live channel"
+        time.sleep(0.05)
+    path, protocols = recorder.handshakes[-1]
+    assert path == "/dev" and token not in path
+    assert [name.strip() for name in protocols.split(",")] == ["threadloom.live", f"threadloom.token.{token}"]
+    driver.execute_script("sessionStorage.clear()")
