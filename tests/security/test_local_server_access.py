@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -162,3 +163,34 @@ def test_a_running_server_takes_no_body_without_content_type_and_no_urlencoded_j
     assert send(server, "GET", "/sessions")[1] == before
     status, _ = send(server, "POST", "/sessions", b'{"name": "json"}', JSON)  # control
     assert status == 201
+
+
+ROOT = Path(__file__).resolve().parents[2]
+BODY_OPTION = re.compile(r"(?:^|\s)(?:-d|--data(?:-binary|-raw|-urlencode)?|--json|-F|--form|-T)(?:\s|=|$)")
+CONTENT_TYPE = re.compile(r"-H\s+'content-type:\s*(application/json|application/x-ndjson)'", re.IGNORECASE)
+
+
+def documented_curl_commands() -> list[tuple[str, str, str]]:
+    """Every ``curl`` command line of README.md and docs/*.md (continuations joined), with the line after it."""
+    commands = []
+    for document in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        lines = document.read_text(encoding="utf-8").replace("\\\n", " ").splitlines()
+        for number, line in enumerate(lines):
+            if re.search(r"\bcurl\s", line):
+                shown = lines[number + 1] if number + 1 < len(lines) else ""
+                commands.append((document.name, line, shown))
+    return commands
+
+
+def test_every_documented_curl_command_with_a_body_says_it_is_json() -> None:
+    """Unless it shows a refusal on purpose (its answer, shown next, is an error)."""
+    with_body = [command for command in documented_curl_commands() if BODY_OPTION.search(command[1])]
+    assert len(with_body) >= 10  # the documents do send bodies: the check below is not vacuous
+    missing = [
+        f"{name}: {line.strip()}"
+        for name, line, shown in with_body
+        if not CONTENT_TYPE.search(line) and '"error"' not in shown and '["error"]' not in line
+    ]
+    assert missing == []
+    # The pattern does catch a command without the header (so the assertion above can fail).
+    assert not CONTENT_TYPE.search('curl -s -X POST localhost:3000/sessions -d \'{"name": "x"}\'')

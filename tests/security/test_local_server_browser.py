@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import shutil
 import socket
 import tempfile
@@ -88,7 +89,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
 @pytest.fixture(scope="module")
 def attacker() -> Iterator[AttackerPages]:
     if not _loopback_alias_available():
-        pytest.skip(f"cannot bind {ATTACKER_HOST} for the second origin")
+        reason = f"cannot bind {ATTACKER_HOST} for the second origin"
+        if os.environ.get("THREADLOOM_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"Browser security tests are required here but {reason}")
+        pytest.skip(reason)
     pages = AttackerPages()
     try:
         yield pages
