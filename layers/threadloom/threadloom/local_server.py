@@ -6,7 +6,9 @@ with the offline summarizer, the default profile). Every HTTP request becomes an
 v2 event for ``lambda_handler``, as tenant ``local`` (``--tenant`` / ``make serve TENANT=…``;
 no JWT is checked locally). ``/ws`` speaks the live-status protocol (``docs/live-status.md``)
 for the same tenant. Whatever goes wrong, even in the HTTP parser, the answer is the JSON
-error envelope ``{"error": {"code", "message"}}``.
+error envelope ``{"error": {"code", "message"}}``. Before either, ``threadloom.local_access`` refuses
+host names the server was not started for (DNS rebinding), requests from web pages on other origins
+and bodies without a Content-Type, since no token protects the server from the pages a browser opens.
 
 aiohttp is needed here only (the ``local`` extra); the Lambda functions never import this module.
 """
@@ -162,7 +164,7 @@ class LocalServer:
         refused = self.access.check(request.method, headers, has_body=has_body)
         if refused is None:
             return None
-        logger.warning("Refused %s %s: %s", request.method, request.path, refused.message)
+        logger.info("Refused %s %s: %s", request.method, request.path, refused.message)  # the body says why
         return envelope(refused.status, refused.code, refused.message)
 
     async def http(self, request: web.BaseRequest) -> web.StreamResponse:
