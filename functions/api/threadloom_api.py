@@ -12,7 +12,7 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.shared.json_encoder import Encoder
 from threadloom import correlation
 from threadloom.api import snapstart
-from threadloom.api.edge import check_event, cors_config
+from threadloom.api.edge import check_event, cors_config, with_security_headers
 from threadloom.api.exceptions import ResponseTooLargeError
 from threadloom.api.idempotency import register_lambda_context
 from threadloom.api.observability import logger, metrics, tracer
@@ -97,7 +97,8 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
 
 
 def _resolve(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return within_response_cap(event, _route(event, context), get_runtime().limits.max_response_bytes)
+    response = within_response_cap(event, _route(event, context), get_runtime().limits.max_response_bytes)
+    return with_security_headers(response)
 
 
 def within_response_cap(event: dict[str, Any], response: dict[str, Any], max_bytes: int) -> dict[str, Any]:

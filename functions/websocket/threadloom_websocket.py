@@ -13,6 +13,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes import APIGatewayWebSocketEvent
 from threadloom.api.observability import logger, metrics, tracer
 from threadloom.live.events import encode
+from threadloom.live.subprotocol import SUBPROTOCOL_HEADER, selected_subprotocol
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -40,6 +41,19 @@ def set_routes(routes: WebSocketRoutes | None) -> None:
     _routes = routes
 
 
+def connected(event: dict[str, Any]) -> dict[str, Any]:
+    """The ``$connect`` answer; it names ``threadloom.live`` when the client offered it (browsers do, with their token).
+
+    A browser drops a handshake whose answer names none of the subprotocols it offered; the token subprotocol is
+    never echoed back.
+    """
+    offered = next(
+        (value for key, value in (event.get("headers") or {}).items() if key.lower() == SUBPROTOCOL_HEADER), None
+    )
+    selected = selected_subprotocol(offered)
+    return {"statusCode": 200, "headers": {"Sec-WebSocket-Protocol": selected}} if selected else {"statusCode": 200}
+
+
 @logger.inject_lambda_context(correlation_id_path="requestContext.requestId", clear_state=True)
 @metrics.log_metrics(capture_cold_start_metric=True)
 @tracer.capture_lambda_handler(capture_response=False)
@@ -56,7 +70,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             logger.error("$connect without an authorizer tenant; refusing the connection")
             return {"statusCode": 403}
         routes.connect(connection_id, tenant)
-        return {"statusCode": 200}
+        return connected(event)
     if route == "$disconnect":
         routes.disconnect(connection_id)
         return {"statusCode": 200}

@@ -1,5 +1,8 @@
 """The WebSocket ``$connect`` Lambda authorizer: the same JWT as the HTTP API, verified with PyJWT.
 
+The token comes in ``Authorization`` or, from a browser, as the ``threadloom.token.<jwt>`` subprotocol
+(``threadloom.live.subprotocol``); never from the URL, which proxies and access logs record.
+
 Allowed connections carry the tenant (``THREADLOOM_TENANT_CLAIM``) in the authorizer context, which the
 ``$connect`` route stores with the connection; refused ones get a Deny policy (API Gateway answers 403).
 """
@@ -44,7 +47,7 @@ def set_verifier(verifier: JwtVerifier | None) -> None:
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     method_arn = event["methodArn"]
     try:
-        token = token_from_request(event.get("headers"), event.get("queryStringParameters"))
+        token = token_from_request(event.get("headers"))
         claims = get_verifier().verify(token)
         tenant = tenant_from_claims(claims, os.environ.get("THREADLOOM_TENANT_CLAIM") or "sub")
     except (InvalidTokenError, UnauthenticatedError) as exc:

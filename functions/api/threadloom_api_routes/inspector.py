@@ -7,7 +7,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
 from threadloom.errors import NotFoundError
-from threadloom.inspector import CONFIG_NAME, CONTENT_SECURITY_POLICY, INDEX, read_asset
+from threadloom.inspector import CONFIG_NAME, INDEX, content_security_policy, read_asset
 
 from threadloom_api_routes.common import json_response, new_router
 
@@ -16,17 +16,21 @@ LOCAL_API_ID = "local"  # the local server's events say so (threadloom.local_ser
 LOCAL_WEBSOCKET_PATH = "/ws"
 HEADERS = {
     "cache-control": "no-cache",
-    "content-security-policy": CONTENT_SECURITY_POLICY,
     "x-content-type-options": "nosniff",
     "referrer-policy": "no-referrer",
 }
+
+
+def _headers() -> dict[str, str]:
+    """The page's headers; its CSP lets it connect to its own origin and this deployment's live channel only."""
+    return {**HEADERS, "content-security-policy": content_security_policy(websocket_url())}
 
 
 def _serve(name: str) -> Response[Any]:
     asset = read_asset(name)
     if asset is None:
         raise NotFoundError(f"No inspector file named {name!r}")
-    return Response(status_code=200, content_type=asset.content_type, body=asset.body, headers=dict(HEADERS))
+    return Response(status_code=200, content_type=asset.content_type, body=asset.body, headers=_headers())
 
 
 def websocket_url() -> str | None:
@@ -50,7 +54,7 @@ def websocket_url() -> str | None:
 def _config() -> Response[Any]:
     url = websocket_url()
     response = json_response(200, {"websocketUrl": url})
-    response.headers.update(HEADERS)
+    response.headers.update(_headers())
     return response
 
 

@@ -6,7 +6,9 @@ with the offline summarizer, the default profile). Every HTTP request becomes an
 v2 event for ``lambda_handler``, as tenant ``local`` (``--tenant`` / ``make serve TENANT=…``;
 no JWT is checked locally). ``/ws`` speaks the live-status protocol (``docs/live-status.md``)
 for the same tenant. Whatever goes wrong, even in the HTTP parser, the answer is the JSON
-error envelope ``{"error": {"code", "message"}}``.
+error envelope ``{"error": {"code", "message"}}``. Before either, ``threadloom.local_access`` refuses
+host names the server was not started for (DNS rebinding), requests from web pages on other origins
+and bodies without a Content-Type, since no token protects the server from the pages a browser opens.
 
 aiohttp is needed here only (the ``local`` extra); the Lambda functions never import this module.
 """
@@ -31,6 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
+from threadloom.local_access import AccessRules
+
 if TYPE_CHECKING:
     from aiohttp import web
 
@@ -47,6 +51,8 @@ HANDLER_THREADS = 16
 HANDLER_LOCK = threading.Lock()
 """Powertools' resolver keeps the current event on the (global) app, so two requests must never be
 inside the handler at once; Lambda runs one request per environment at a time anyway."""
+LOCAL_DROPPED_HEADERS = frozenset({"content-length", "connection", "transfer-encoding", "strict-transport-security"})
+"""Handler headers aiohttp sets itself, and HSTS, which means nothing over the local server's plain HTTP."""
 WS_OUTBOX = 256
 """Events queued for one WebSocket client; a client this far behind is disconnected."""
 EXAMPLE_SKILLS = {
@@ -85,8 +91,6 @@ def to_event(method: str, target: str, headers: dict[str, str], body: bytes, ten
         except UnicodeDecodeError:
             text, encoded = base64.b64encode(body).decode("ascii"), True
     lowered = {key.lower(): value for key, value in headers.items()}
-    if lowered.get("content-type", "").startswith("application/x-www-form-urlencoded") and body[:1] in (b"{", b"["):
-        lowered["content-type"] = "application/json"  # curl -d without -H: it is JSON, say so
     return {
         "version": "2.0",
         "routeKey": "$default",
@@ -130,15 +134,20 @@ def invoke_handler(event: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
 class LocalServer:
     """The aiohttp side: HTTP requests to the handler, ``/ws`` to the live-status hub."""
 
-    def __init__(self, hub: LocalHub, tenant: str) -> None:
+    def __init__(self, hub: LocalHub, tenant: str, access: AccessRules | None = None) -> None:
         self.hub = hub
         self.tenant = tenant
+        self.access = access or AccessRules.for_server("127.0.0.1", 3000)
+        """Replaced once the port is bound (``serve``): the hosts and origins answered."""
         self.pool = ThreadPoolExecutor(max_workers=HANDLER_THREADS, thread_name_prefix="threadloom-request")
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         from aiohttp import web
 
         try:
+            refusal = self.refusal(request)
+            if refusal is not None:
+                return refusal
             if request.path == "/ws":
                 return await self.websocket(request)
             return await self.http(request)
@@ -147,6 +156,16 @@ class LocalServer:
         except Exception:
             logger.exception("Request %s %s failed", request.method, request.path)
             return envelope(500, "internal_error", "The local server failed to handle the request; see its log")
+
+    def refusal(self, request: web.BaseRequest) -> web.Response | None:
+        """The answer to a request from a host name or web page the server does not serve (``local_access``)."""
+        headers = {key.lower(): value for key, value in request.headers.items()}
+        has_body = bool(request.content_length) or "chunked" in headers.get("transfer-encoding", "").lower()
+        refused = self.access.check(request.method, headers, has_body=has_body)
+        if refused is None:
+            return None
+        logger.info("Refused %s %s: %s", request.method, request.path, refused.message)  # the body says why
+        return envelope(refused.status, refused.code, refused.message)
 
     async def http(self, request: web.BaseRequest) -> web.StreamResponse:
         from aiohttp import web
@@ -170,7 +189,7 @@ class LocalServer:
         status, response_headers, data = await loop.run_in_executor(self.pool, invoke_handler, event)
         response = web.Response(status=status, body=data)
         for key, value in response_headers.items():
-            if key.lower() not in ("content-length", "connection", "transfer-encoding"):
+            if key.lower() not in LOCAL_DROPPED_HEADERS:
                 response.headers[key] = value
         return response
 
@@ -178,8 +197,11 @@ class LocalServer:
         from aiohttp import WSMsgType, web
 
         from threadloom.live.events import MAX_CLIENT_MESSAGE_BYTES
+        from threadloom.live.subprotocol import LIVE_SUBPROTOCOL
 
-        socket = web.WebSocketResponse(heartbeat=30, max_msg_size=MAX_CLIENT_MESSAGE_BYTES * 4)
+        socket = web.WebSocketResponse(
+            heartbeat=30, max_msg_size=MAX_CLIENT_MESSAGE_BYTES * 4, protocols=(LIVE_SUBPROTOCOL,)
+        )
         if request.method != "GET" or not socket.can_prepare(request).ok:
             return envelope(426, "upgrade_required", "/ws is a WebSocket: connect with a WebSocket client")
         await socket.prepare(request)
@@ -364,7 +386,7 @@ def configure(data_dir: Path, hub: LocalHub | None = None) -> None:
         sys.path.insert(0, str(functions))
 
 
-async def serve(host: str, port: int, data_dir: Path, tenant: str) -> int:
+async def serve(host: str, port: int, data_dir: Path, tenant: str, allowed_hosts: tuple[str, ...] = ()) -> int:
     """Listen until SIGTERM/SIGINT; 1 (after one line on stderr) when the address cannot be bound."""
     from aiohttp import web
 
@@ -388,6 +410,7 @@ async def serve(host: str, port: int, data_dir: Path, tenant: str) -> int:
         print(f"threadloom: cannot listen on {host}:{port}: {reason}{hint}", file=sys.stderr, flush=True)
         return 1
     bound = runner.addresses[0][1] if runner.addresses else port
+    local.access = AccessRules.for_server(host, bound, allowed_hosts)
     print(f"Threadloom API on http://{host}:{bound} (data in {data_dir}, tenant {tenant!r})", flush=True)
     print(f"Live status on ws://{host}:{bound}/ws", flush=True)
     stop = asyncio.Event()
@@ -409,7 +432,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=3000)
     parser.add_argument("--data-dir", default=".threadloom", type=Path)
     parser.add_argument("--tenant", default=LOCAL_TENANT, help="the JWT 'sub' every request carries")
+    parser.add_argument(
+        "--allowed-hosts",
+        default="",
+        help="more host names (name or name:port, comma-separated) to answer besides localhost, 127.0.0.1, [::1]"
+        " and --host; also THREADLOOM_ALLOWED_HOSTS",
+    )
     args = parser.parse_args(argv)
+    allowed_hosts = tuple(name.strip() for name in args.allowed_hosts.split(",") if name.strip())
     try:
         import aiohttp  # noqa: F401
     except ImportError:
@@ -423,7 +453,7 @@ def main(argv: list[str] | None = None) -> None:
     access.setLevel(logging.INFO)
     access.propagate = False
     with contextlib.suppress(KeyboardInterrupt):
-        raise SystemExit(asyncio.run(serve(args.host, args.port, args.data_dir, args.tenant)))
+        raise SystemExit(asyncio.run(serve(args.host, args.port, args.data_dir, args.tenant, allowed_hosts)))
 
 
 if __name__ == "__main__":

@@ -139,9 +139,13 @@ def test_settings_come_from_the_environment() -> None:
         JwtSettings.from_env({"THREADLOOM_JWT_ISSUER": "https://i", "THREADLOOM_JWT_AUDIENCE": " , "})
 
 
-def test_the_token_comes_from_the_header_first_then_the_query() -> None:
-    assert token_from_request({"Authorization": "Bearer abc"}, {"token": "xyz"}) == "abc"
-    assert token_from_request({"authorization": "abc"}, None) == "abc"
-    assert token_from_request({"Host": "h"}, {"token": "xyz"}) == "xyz"
+def test_the_token_comes_from_the_header_first_then_the_subprotocol_never_the_url() -> None:
+    offered = {"Sec-WebSocket-Protocol": "threadloom.live, threadloom.token.xyz"}
+    assert token_from_request({"Authorization": "Bearer abc", **offered}) == "abc"
+    assert token_from_request({"authorization": "abc"}) == "abc"
+    assert token_from_request({"Host": "h", **offered}) == "xyz"
+    assert token_from_request({"sec-websocket-protocol": "threadloom.token.a.b.c,threadloom.live"}) == "a.b.c"
     with pytest.raises(InvalidTokenError, match="No token"):
-        token_from_request({}, {})
+        token_from_request({})
+    with pytest.raises(InvalidTokenError, match="not accepted"):
+        token_from_request({"Sec-WebSocket-Protocol": "threadloom.live"})

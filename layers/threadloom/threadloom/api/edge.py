@@ -41,6 +41,17 @@ CORS_MAX_AGE_SECONDS = 600
 JSON_LINES = "application/x-ndjson"
 JSON_LINES_PATHS = frozenset({"/sessions/import"})
 """Routes whose body is an export file (JSON Lines), validated line by line by the import itself."""
+STRICT_TRANSPORT_SECURITY = "max-age=31536000; includeSubDomains"
+"""HSTS for a year: API Gateway answers HTTPS only, so a browser should never try plain HTTP on the API's name."""
+SECURITY_HEADERS = {"Strict-Transport-Security": STRICT_TRANSPORT_SECURITY}
+
+
+def with_security_headers(response: dict[str, Any]) -> dict[str, Any]:
+    """The Lambda response with the headers every deployed answer carries (errors and refusals included)."""
+    headers = {**(response.get("headers") or {})}
+    present = {str(key).lower() for key in headers}
+    headers.update({key: value for key, value in SECURITY_HEADERS.items() if key.lower() not in present})
+    return {**response, "headers": headers}
 
 
 def cors_config(environ: Mapping[str, str] | None = None) -> CORSConfig | None:
@@ -132,4 +143,12 @@ def _body_bytes(body: str, *, encoded: bool) -> bytes:
         raise ValidationError("The request body is not valid UTF-8 text") from None
 
 
-__all__ = ["BODY_METHODS", "CORS_ORIGINS_VARIABLE", "MAX_BODY_BYTES", "check_event", "cors_config"]
+__all__ = [
+    "BODY_METHODS",
+    "CORS_ORIGINS_VARIABLE",
+    "MAX_BODY_BYTES",
+    "SECURITY_HEADERS",
+    "check_event",
+    "cors_config",
+    "with_security_headers",
+]

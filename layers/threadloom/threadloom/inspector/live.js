@@ -8,6 +8,8 @@
 import { api, auth, request } from "./api.js";
 
 const POLL_MS = 1500;
+const LIVE_PROTOCOL = "threadloom.live";
+const TOKEN_PROTOCOL_PREFIX = "threadloom.token.";
 const STATUS_PATH = "/sessions/{sessionId}/status";
 let featuresPromise = null;
 
@@ -30,6 +32,17 @@ export function features() {
     });
   }
   return featuresPromise;
+}
+
+/**
+ * The subprotocols a WebSocket offers: the live protocol, and the token as `threadloom.token.<jwt>` when there is
+ * one. Never `?token=` in the URL, which proxies and access logs record. The server answers `threadloom.live`.
+ */
+export function liveProtocols(token) {
+  const protocols = [LIVE_PROTOCOL];
+  // A JWT (base64url parts and dots) is a valid subprotocol name as it is; anything else is not sent.
+  if (token && /^[A-Za-z0-9._~-]+$/.test(token)) protocols.push(TOKEN_PROTOCOL_PREFIX + token);
+  return protocols;
 }
 
 /**
@@ -77,10 +90,8 @@ export function watchSession(sessionId, { onStatus, onChanged }) {
   }
 
   function startSocket(url, useStatus) {
-    const target = new URL(url);
-    if (auth.token) target.searchParams.set("token", auth.token);
     let opened = false;
-    socket = new WebSocket(target.toString());
+    socket = new WebSocket(url, liveProtocols(auth.token));
     socket.addEventListener("open", () => {
       opened = true;
       socket.send(JSON.stringify({ action: "subscribe", sessionId }));

@@ -16,6 +16,12 @@ from typing import TYPE_CHECKING, Any
 import jwt
 
 from threadloom.errors import ThreadloomError, ValidationError
+from threadloom.live.subprotocol import (
+    LIVE_SUBPROTOCOL,
+    SUBPROTOCOL_HEADER,
+    TOKEN_SUBPROTOCOL_PREFIX,
+    token_from_subprotocols,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -25,8 +31,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 ASYMMETRIC_ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
-TOKEN_QUERY_PARAMETER = "token"
-"""Browsers cannot set headers on a WebSocket handshake, so they pass the JWT as ``?token=...`` instead."""
 
 _BEARER = "bearer "
 
@@ -137,18 +141,22 @@ class JwtVerifier:
         return isinstance(client_id, str) and client_id in accepted
 
 
-def token_from_request(headers: Mapping[str, str] | None, query: Mapping[str, str] | None) -> str:
-    """The JWT from ``Authorization: Bearer <jwt>`` (or a bare token), else from the ``token`` query parameter."""
+def token_from_request(headers: Mapping[str, str] | None) -> str:
+    """The JWT from ``Authorization: Bearer <jwt>`` (or a bare token), else the ``threadloom.token.<jwt>`` subprotocol.
+
+    Browsers cannot set ``Authorization`` on a WebSocket handshake; they offer the token as a subprotocol
+    (``threadloom.live.subprotocol``). A token in the URL is not read: URLs are written to proxy and access logs.
+    """
     authorization = _lookup(headers or {}, "authorization")
     if authorization:
         value = authorization.strip()
         return value[len(_BEARER) :].strip() if value.lower().startswith(_BEARER) else value
-    token = (query or {}).get(TOKEN_QUERY_PARAMETER, "").strip()
+    token = token_from_subprotocols(_lookup(headers or {}, SUBPROTOCOL_HEADER)).strip()
     if token:
         return token
     raise InvalidTokenError(
-        "No token: send 'Authorization: Bearer <jwt>' or, from a browser, "
-        f"the '{TOKEN_QUERY_PARAMETER}' query parameter"
+        "No token: send 'Authorization: Bearer <jwt>' or, from a browser, the subprotocols "
+        f"'{LIVE_SUBPROTOCOL}' and '{TOKEN_SUBPROTOCOL_PREFIX}<jwt>' (a token in the URL is not accepted)"
     )
 
 
@@ -161,7 +169,6 @@ def _lookup(headers: Mapping[str, str], name: str) -> str:
 
 __all__ = [
     "ASYMMETRIC_ALGORITHMS",
-    "TOKEN_QUERY_PARAMETER",
     "InvalidTokenError",
     "JwtSettings",
     "JwtVerifier",
