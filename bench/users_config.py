@@ -190,7 +190,7 @@ def postgres(url: str) -> bool:
 
 def paging(users: Users, backend: str) -> bool:
     """Every page of a 10,000-message history through the API's use case vs one library read."""
-    from threadloom.api.service import history
+    from threadloom.api.use_cases.history import history
 
     session_id = users.create("history")
     seed = Session.create(users.runtime.store).for_session(session_id)  # no auto-compaction while seeding

@@ -6,7 +6,6 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
-from threadloom.api import service
 from threadloom.api.models import (
     CompactIn,
     CompactionList,
@@ -17,6 +16,7 @@ from threadloom.api.models import (
     SplitIn,
 )
 from threadloom.api.runtime import get_runtime
+from threadloom.api.use_cases import compaction as use_cases
 
 from threadloom_api_routes.common import BODY, SESSION, json_response, limits, manager, new_router, responses
 
@@ -40,7 +40,7 @@ router = new_router()
 )
 def compact(sessionId: str, body: Annotated[CompactIn | None, Body()] = None) -> Response[Any]:
     leaf_id = body.leaf_id if body is not None else None
-    out, queued = service.compact(manager(router), sessionId, leaf_id, get_runtime().queue)
+    out, queued = use_cases.compact(manager(router), sessionId, leaf_id, get_runtime().queue)
     return json_response(202 if queued else 200, out)
 
 
@@ -52,7 +52,7 @@ def compact(sessionId: str, body: Annotated[CompactIn | None, Body()] = None) ->
     responses=responses(200, SessionStatusOut, "The session's live figures and latest compaction request", *SESSION),
 )
 def session_status(sessionId: str) -> SessionStatusOut:
-    return service.session_status(manager(router), sessionId)
+    return use_cases.session_status(manager(router), sessionId)
 
 
 @router.get(
@@ -67,7 +67,7 @@ def compactions(
     limit: Annotated[int | None, Query(ge=1)] = None,
     cursor: Annotated[str | None, Query()] = None,
 ) -> CompactionList:
-    return service.compactions(manager(router), sessionId, limits(), limit=limit, cursor=cursor)
+    return use_cases.compactions(manager(router), sessionId, limits(), limit=limit, cursor=cursor)
 
 
 @router.get(
@@ -83,7 +83,9 @@ def compaction_originals(
     limit: Annotated[int | None, Query(ge=1)] = None,
     cursor: Annotated[str | None, Query()] = None,
 ) -> OriginalsPage:
-    return service.compaction_originals(manager(router), sessionId, compactionId, limits(), limit=limit, cursor=cursor)
+    return use_cases.compaction_originals(
+        manager(router), sessionId, compactionId, limits(), limit=limit, cursor=cursor
+    )
 
 
 @router.post(
@@ -94,4 +96,4 @@ def compaction_originals(
     responses=responses(201, SessionOut, "The new session", *SESSION, *BODY),
 )
 def split(sessionId: str, body: Annotated[SplitIn, Body()]) -> Response[Any]:
-    return json_response(201, service.split(manager(router), sessionId, body.summary, body.name))
+    return json_response(201, use_cases.split(manager(router), sessionId, body.summary, body.name))

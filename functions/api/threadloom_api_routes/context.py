@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
-from threadloom.api import service
 from threadloom.api.models import (
     ContextBlockList,
     ContextBlockOut,
@@ -18,6 +17,7 @@ from threadloom.api.models import (
     ToolsOut,
 )
 from threadloom.api.runtime import get_runtime
+from threadloom.api.use_cases import context as use_cases
 
 from threadloom_api_routes.common import BODY, SESSION, limits, manager, new_router, responses
 
@@ -32,7 +32,7 @@ router = new_router()
     responses=responses(200, ContextBlockList, "The session's blocks", *SESSION),
 )
 def blocks(sessionId: str) -> ContextBlockList:
-    return service.context_blocks(manager(router), sessionId)
+    return use_cases.context_blocks(manager(router), sessionId)
 
 
 @router.get(
@@ -43,7 +43,7 @@ def blocks(sessionId: str) -> ContextBlockList:
     responses=responses(200, ContextBlockOut, "The block", *SESSION),
 )
 def block(sessionId: str, label: str) -> ContextBlockOut:
-    return service.context_block(manager(router), sessionId, label)
+    return use_cases.context_block(manager(router), sessionId, label)
 
 
 @router.put(
@@ -54,7 +54,7 @@ def block(sessionId: str, label: str) -> ContextBlockOut:
     responses=responses(200, ContextBlockOut, "The block as written", *SESSION, *BODY, 409),
 )
 def write_block(sessionId: str, label: str, body: Annotated[ContextWrite, Body()]) -> ContextBlockOut:
-    return service.write_context_block(
+    return use_cases.write_context_block(
         manager(router), sessionId, label, content=body.content, mode=body.mode, limits=limits()
     )
 
@@ -68,7 +68,7 @@ def write_block(sessionId: str, label: str, body: Annotated[ContextWrite, Body()
 )
 def context_window(sessionId: str) -> ContextWindowOut:
     compaction = get_runtime().profile.compaction
-    return service.context_window(manager(router), sessionId, compaction.threshold if compaction.enabled else None)
+    return use_cases.context_window(manager(router), sessionId, compaction.threshold if compaction.enabled else None)
 
 
 @router.get(
@@ -79,7 +79,7 @@ def context_window(sessionId: str) -> ContextWindowOut:
     responses=responses(200, SystemPromptOut, "The prompt", *SESSION),
 )
 def system_prompt(sessionId: str) -> SystemPromptOut:
-    return service.system_prompt(manager(router), sessionId)
+    return use_cases.system_prompt(manager(router), sessionId)
 
 
 @router.post(
@@ -90,7 +90,7 @@ def system_prompt(sessionId: str) -> SystemPromptOut:
     responses=responses(200, SystemPromptOut, "The re-rendered prompt", *SESSION),
 )
 def refresh_system_prompt(sessionId: str) -> SystemPromptOut:
-    return service.system_prompt(manager(router), sessionId, refresh=True)
+    return use_cases.system_prompt(manager(router), sessionId, refresh=True)
 
 
 @router.get(
@@ -104,7 +104,7 @@ def tools(
     sessionId: str,
     fmt: Annotated[ToolFormat, Query(alias="format")] = "json-schema",
 ) -> ToolsOut:
-    return service.tool_specs(manager(router), sessionId, fmt)
+    return use_cases.tool_specs(manager(router), sessionId, fmt)
 
 
 @router.post(
@@ -115,4 +115,4 @@ def tools(
     responses=responses(200, ToolCallOut, "The tool result the model sees", *SESSION, *BODY),
 )
 def call_tool(sessionId: str, toolName: str, body: Annotated[ToolCallIn, Body()]) -> ToolCallOut:
-    return service.call_tool(manager(router), sessionId, toolName, body.input)
+    return use_cases.call_tool(manager(router), sessionId, toolName, body.input)

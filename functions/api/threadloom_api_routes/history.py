@@ -6,8 +6,8 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
-from threadloom.api import service
 from threadloom.api.models import BranchPointList, HistoryPage, SearchOut
+from threadloom.api.use_cases import history as use_cases
 from threadloom.core.limits import HARD_LIMITS
 
 from threadloom_api_routes.common import ANY, SESSION, limits, manager, new_router, responses, serialized_response
@@ -32,7 +32,7 @@ def history(
     limit: Limit = None,
     cursor: Annotated[str | None, Query()] = None,
 ) -> Response[str]:
-    page = service.history(manager(router), sessionId, limits(), leaf_id=leafId, limit=limit, cursor=cursor)
+    page = use_cases.history(manager(router), sessionId, limits(), leaf_id=leafId, limit=limit, cursor=cursor)
     return serialized_response(page)
 
 
@@ -44,7 +44,7 @@ def history(
     responses=responses(200, BranchPointList, "The session's branch points", *SESSION),
 )
 def branch_points(sessionId: str) -> BranchPointList:
-    return service.branch_points(manager(router), sessionId)
+    return use_cases.branch_points(manager(router), sessionId)
 
 
 @router.get(
@@ -55,7 +55,7 @@ def branch_points(sessionId: str) -> BranchPointList:
     responses=responses(200, SearchOut, "Matching messages, best first", *SESSION),
 )
 def search_session(sessionId: str, q: SearchQuery, limit: Limit = None) -> SearchOut:
-    return service.search_session(manager(router), sessionId, q, limit, limits())
+    return use_cases.search_session(manager(router), sessionId, q, limit, limits())
 
 
 @router.get(
@@ -66,4 +66,4 @@ def search_session(sessionId: str, q: SearchQuery, limit: Limit = None) -> Searc
     responses=responses(200, SearchOut, "Matching messages of this tenant's sessions", *ANY),
 )
 def search_all(q: SearchQuery, limit: Limit = None) -> SearchOut:
-    return service.search_all(manager(router), q, limit, limits())
+    return use_cases.search_all(manager(router), q, limit, limits())

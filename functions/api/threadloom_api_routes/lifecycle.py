@@ -7,9 +7,10 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
-from threadloom.api import data_lifecycle, service
+from threadloom.api import data_lifecycle
 from threadloom.api.models import ErasureReceiptOut, ErrorOut, ExportLink, ImportFromS3, ImportOut
 from threadloom.api.runtime import get_runtime
+from threadloom.api.use_cases.common import require_session
 
 from threadloom_api_routes.common import (
     ANY,
@@ -38,7 +39,7 @@ JSONL = "application/x-ndjson"
     },
 )
 def export_session(sessionId: str) -> Response[Any]:
-    service.require_session(manager(router), sessionId)
+    require_session(manager(router), sessionId)
     result = data_lifecycle.export_session(get_runtime(), tenant(router), sessionId)
     if isinstance(result, ExportLink):
         response = json_response(303, result)

@@ -7,9 +7,9 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 from aws_lambda_powertools.metrics import MetricUnit
-from threadloom.api import service
 from threadloom.api.models import AppendIn, AppendOut, BranchPage, Deleted, LeafOut, MessageOut, MessageUpdate
 from threadloom.api.observability import metrics
+from threadloom.api.use_cases import messages as use_cases
 
 from threadloom_api_routes.common import BODY, SESSION, idempotent_write, limits, manager, new_router, responses
 
@@ -43,7 +43,7 @@ def append(
         body = body.model_copy(update={"expected_leaf_id": if_match.strip('"')})
 
     def run() -> tuple[int, AppendOut]:
-        out, inserted = service.append(manager(router), sessionId, body, limits())
+        out, inserted = use_cases.append(manager(router), sessionId, body, limits())
         metrics.add_metric(name="MessagesAppended", unit=MetricUnit.Count, value=len(out.ids or [1]) if inserted else 0)
         return (201 if inserted else 200), out
 
@@ -58,7 +58,7 @@ def append(
     responses=responses(200, MessageOut, "The stored message", *SESSION),
 )
 def get_message(sessionId: str, messageId: str) -> MessageOut:
-    return service.get_message(manager(router), sessionId, messageId)
+    return use_cases.get_message(manager(router), sessionId, messageId)
 
 
 @router.put(
@@ -69,7 +69,7 @@ def get_message(sessionId: str, messageId: str) -> MessageOut:
     responses=responses(200, MessageOut, "The message as stored now", *SESSION, *BODY),
 )
 def update_message(sessionId: str, messageId: str, body: Annotated[MessageUpdate, Body()]) -> MessageOut:
-    return service.update_message(manager(router), sessionId, messageId, body.message.as_message(), limits())
+    return use_cases.update_message(manager(router), sessionId, messageId, body.message.as_message(), limits())
 
 
 @router.delete(
@@ -80,7 +80,7 @@ def update_message(sessionId: str, messageId: str, body: Annotated[MessageUpdate
     responses=responses(200, Deleted, "Deleted", *SESSION),
 )
 def delete_message(sessionId: str, messageId: str) -> Deleted:
-    service.delete_message(manager(router), sessionId, messageId)
+    use_cases.delete_message(manager(router), sessionId, messageId)
     return Deleted()
 
 
@@ -97,7 +97,7 @@ def branches(
     limit: Annotated[int | None, Query(ge=1)] = None,
     cursor: Annotated[str | None, Query()] = None,
 ) -> BranchPage:
-    return service.branches(manager(router), sessionId, messageId, limits(), limit=limit, cursor=cursor)
+    return use_cases.branches(manager(router), sessionId, messageId, limits(), limit=limit, cursor=cursor)
 
 
 @router.get(
@@ -108,7 +108,7 @@ def branches(
     responses=responses(200, LeafOut, "The latest leaf (null in an empty session)", *SESSION),
 )
 def leaf(sessionId: str) -> LeafOut:
-    return service.leaf(manager(router), sessionId)
+    return use_cases.leaf(manager(router), sessionId)
 
 
 @router.post(
@@ -119,5 +119,5 @@ def leaf(sessionId: str) -> LeafOut:
     responses=responses(200, Deleted, "Cleared", *SESSION),
 )
 def clear(sessionId: str) -> Deleted:
-    service.clear(manager(router), sessionId)
+    use_cases.clear(manager(router), sessionId)
     return Deleted()

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
-from threadloom.api import data_lifecycle, service
+from threadloom.api import data_lifecycle
 from threadloom.api.models import (
     Deleted,
     ForkIn,
@@ -18,6 +18,7 @@ from threadloom.api.models import (
     UsageIn,
 )
 from threadloom.api.runtime import get_runtime
+from threadloom.api.use_cases import sessions as use_cases
 
 from threadloom_api_routes.common import (
     ANY,
@@ -46,7 +47,7 @@ IdempotencyKey = Annotated[str | None, Header(alias="idempotency-key", descripti
 )
 def create_session(body: Annotated[SessionCreate, Body()], idempotency_key: IdempotencyKey = None) -> Response[Any]:
     def run() -> tuple[int, SessionOut]:
-        created = service.create_session(
+        created = use_cases.create_session(
             manager(router),
             body.name,
             parent_session_id=body.parent_session_id,
@@ -69,7 +70,7 @@ def create_session(body: Annotated[SessionCreate, Body()], idempotency_key: Idem
     ),
 )
 def open_session(body: Annotated[SessionOpen, Body()]) -> Response[Any]:
-    out, created = service.open_session(
+    out, created = use_cases.open_session(
         manager(router), body.key, name=body.name, model=body.model, source=body.source, subject_id=subject(router)
     )
     return json_response(201 if created else 200, out)
@@ -85,7 +86,7 @@ def open_session(body: Annotated[SessionOpen, Body()]) -> Response[Any]:
 def list_sessions(
     limit: Annotated[int | None, Query(ge=1)] = None, cursor: Annotated[str | None, Query()] = None
 ) -> SessionPage:
-    return service.list_sessions(manager(router), limits(), limit=limit, cursor=cursor)
+    return use_cases.list_sessions(manager(router), limits(), limit=limit, cursor=cursor)
 
 
 @router.get(
@@ -96,7 +97,7 @@ def list_sessions(
     responses=responses(200, SessionOut, "The session", *SESSION),
 )
 def get_session(sessionId: str) -> SessionOut:
-    return service.get_session(manager(router), sessionId)
+    return use_cases.get_session(manager(router), sessionId)
 
 
 @router.patch(
@@ -107,7 +108,7 @@ def get_session(sessionId: str) -> SessionOut:
     responses=responses(200, SessionOut, "The updated session", *SESSION, *BODY),
 )
 def rename_session(sessionId: str, body: Annotated[SessionRename, Body()]) -> SessionOut:
-    return service.update_session(manager(router), sessionId, name=body.name, legal_hold=body.legal_hold)
+    return use_cases.update_session(manager(router), sessionId, name=body.name, legal_hold=body.legal_hold)
 
 
 @router.delete(
@@ -131,7 +132,7 @@ def delete_session(sessionId: str) -> Deleted:
 )
 def fork(sessionId: str, body: Annotated[ForkIn, Body()], idempotency_key: IdempotencyKey = None) -> Response[Any]:
     def run() -> tuple[int, SessionOut]:
-        return 201, service.fork(manager(router), sessionId, body.at_message_id, body.name)
+        return 201, use_cases.fork(manager(router), sessionId, body.at_message_id, body.name)
 
     return idempotent_write(router, idempotency_key, body.model_dump(mode="json"), run)
 
@@ -144,7 +145,7 @@ def fork(sessionId: str, body: Annotated[ForkIn, Body()], idempotency_key: Idemp
     responses=responses(200, SessionOut, "The session with its new totals", *SESSION, *BODY),
 )
 def add_usage(sessionId: str, body: Annotated[UsageIn, Body()]) -> Response[Any]:
-    out = service.add_usage(
+    out = use_cases.add_usage(
         manager(router), sessionId, input_tokens=body.input_tokens, output_tokens=body.output_tokens, cost=body.cost
     )
     return json_response(200, out)

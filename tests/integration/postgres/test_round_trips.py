@@ -143,8 +143,8 @@ def test_an_append_with_events_and_the_compaction_check_is_one_round_trip(runtim
 
 
 def test_a_history_page_after_the_first_is_one_round_trip_with_the_session_check(runtime: Runtime) -> None:
-    from threadloom.api import service
     from threadloom.api.paging import decode_cursor
+    from threadloom.api.use_cases import history as service
 
     manager = runtime.manager("tenant")
     session_id = manager.create("long").id
@@ -171,7 +171,7 @@ def test_a_history_page_after_the_first_is_one_round_trip_with_the_session_check
 def test_the_first_history_page_is_its_own_statements_with_the_check_the_leaf_and_the_total(
     runtime: Runtime,
 ) -> None:
-    from threadloom.api import service
+    from threadloom.api.use_cases import history as service
 
     manager = runtime.manager("tenant")
     session_id = manager.create("long").id

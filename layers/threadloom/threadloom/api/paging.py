@@ -10,14 +10,16 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from threadloom.errors import ValidationError
+from threadloom.errors import ConflictError, ValidationError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
     from threadloom.core.limits import Limits
+
+T = TypeVar("T")
 
 ENVELOPE_BYTES = 64 * 1024
 """Room kept for everything in a page besides its items (leaf id, totals, the cursor)."""
@@ -64,3 +66,43 @@ def count_within_bytes(items: Iterable[Any], budget: int, size_of: Callable[[Any
             break
         count += 1
     return count
+
+
+def model_size(model: Any) -> int:
+    """The JSON size of a response model as the client receives it (by alias)."""
+    return json_size(model.model_dump(mode="json", by_alias=True))
+
+
+def page_within(
+    items: list[T], limits: Limits, limit: int | None, size_of: Callable[[Any], int] = json_size
+) -> tuple[list[T], bool]:
+    """The leading items within ``limit`` and the byte budget, and whether any are left after them."""
+    window = items[: page_size(limit, limits)]
+    count = count_within_bytes(window, item_budget(limits), size_of=size_of)
+    return window[:count], count < len(items)
+
+
+def anchor_cursor(scope: str, session_id: str, last_id: str) -> str:
+    """A cursor that continues a list after ``last_id``, valid only for this list of this session."""
+    return encode_cursor({"k": scope, "s": session_id, "a": last_id})
+
+
+def cursor_anchor(cursor: str | None, scope: str, session_id: str) -> str | None:
+    """The id of the last item the previous page returned (None: start at the beginning)."""
+    if not cursor:
+        return None
+    state = decode_cursor(cursor)
+    anchor = state.get("a")
+    if state.get("k") != scope or state.get("s") != session_id or not isinstance(anchor, str):
+        raise ValidationError("Invalid cursor: it belongs to another list")
+    return anchor
+
+
+def index_after(items: list[T], anchor: str | None, id_of: Callable[[T], Any], what: str) -> int:
+    """Where the next page starts; a 409 when the anchor was deleted meanwhile, never a silent restart."""
+    if anchor is None:
+        return 0
+    index = next((position for position, item in enumerate(items) if id_of(item) == anchor), None)
+    if index is None:
+        raise ConflictError(f"The {what} {anchor!r} this cursor continues from is gone; read the list again")
+    return index + 1

@@ -1,0 +1,1 @@
+"""The HTTP API's use cases, one module per resource, mirroring the API's routers."""

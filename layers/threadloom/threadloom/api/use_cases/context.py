@@ -1,0 +1,122 @@
+"""Use cases of a session's context: blocks, the frozen prompt, the context window and the model tools.
+
+Plain Python over a ``SessionManager``, so each is tested without events. Every session-level
+call first checks that the session belongs to the manager's namespace: another tenant's
+session is simply not found.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from threadloom.api.models import (
+    BlockUsage,
+    ContextBlockList,
+    ContextBlockOut,
+    ContextWindowOut,
+    SystemPromptOut,
+    ToolCallOut,
+    ToolsOut,
+)
+from threadloom.api.use_cases.common import require_session
+from threadloom.core.prompt import render_prompt
+from threadloom.errors import NotFoundError
+from threadloom.tokens import estimate_message_tokens, estimate_string_tokens
+from threadloom.tools.base import is_error_result
+from threadloom.tools.formats import to_anthropic_tools, to_bedrock_tool_config, to_openai_tools
+
+if TYPE_CHECKING:
+    from threadloom.api.models import ToolFormat
+    from threadloom.core.limits import Limits
+    from threadloom.core.manager import SessionManager
+    from threadloom.tools.base import Tool
+
+
+CONTEXT_WRITING_TOOLS = frozenset({"set_context", "load_context", "unload_context"})
+"""Model tools whose call may change the session's context, which live viewers are told about."""
+
+
+def context_blocks(manager: SessionManager, session_id: str) -> ContextBlockList:
+    blocks = require_session(manager, session_id).get_context_blocks()
+    return ContextBlockList(blocks=[ContextBlockOut.of(block) for block in blocks])
+
+
+def context_block(manager: SessionManager, session_id: str, label: str) -> ContextBlockOut:
+    block = require_session(manager, session_id).get_context_block(label)
+    if block is None:
+        raise NotFoundError(f'Block "{label}" not found')
+    return ContextBlockOut.of(block)
+
+
+def write_context_block(
+    manager: SessionManager, session_id: str, label: str, *, content: str, mode: str, limits: Limits
+) -> ContextBlockOut:
+    session = require_session(manager, session_id)
+    if session.get_context_block(label) is None:
+        raise NotFoundError(f'Block "{label}" not found')
+    if mode == "append":
+        return ContextBlockOut.of(session.append_context_block(label, content))
+    return ContextBlockOut.of(session.replace_context_block(label, content))
+
+
+def context_window(manager: SessionManager, session_id: str, threshold: int | None) -> ContextWindowOut:
+    """The breakdown behind the auto-compaction estimate, and the frozen prompt beside a fresh render.
+
+    Reads only: nothing is frozen or refreshed here, so looking never changes what the model sees.
+    """
+    session = require_session(manager, session_id)
+    blocks = session.get_context_blocks()
+    store = session.blocks.prompt_store
+    frozen = store.get() if store is not None else None
+    prompt_tokens = estimate_string_tokens(session.blocks.system_prompt_for_estimate())
+    incremental = getattr(session.storage, "get_token_estimate", None)
+    history_tokens = int(incremental()) if callable(incremental) else estimate_message_tokens(session.get_history())
+    return ContextWindowOut(
+        frozen_prompt=frozen,
+        fresh_prompt=render_prompt(blocks),
+        system_prompt_tokens=prompt_tokens,
+        blocks=[BlockUsage(label=block.label, tokens=block.tokens, max_tokens=block.max_tokens) for block in blocks],
+        history_tokens=history_tokens,
+        history_messages=session.get_path_length(),
+        total_tokens=prompt_tokens + history_tokens,
+        threshold=threshold,
+        loaded_skills=sorted(session.get_loaded_skill_keys()),
+    )
+
+
+def system_prompt(manager: SessionManager, session_id: str, *, refresh: bool = False) -> SystemPromptOut:
+    session = require_session(manager, session_id)
+    prompt = session.refresh_system_prompt() if refresh else session.freeze_system_prompt()
+    return SystemPromptOut(system_prompt=prompt)
+
+
+def session_tools(manager: SessionManager, session_id: str) -> dict[str, Tool]:
+    """The session's context tools plus the manager's ``session_search``."""
+    return {**require_session(manager, session_id).tools(), **manager.tools()}
+
+
+def tool_specs(manager: SessionManager, session_id: str, fmt: ToolFormat) -> ToolsOut:
+    tools = session_tools(manager, session_id)
+    specs: Any
+    if fmt == "bedrock":
+        specs = to_bedrock_tool_config(tools)
+    elif fmt == "openai":
+        specs = to_openai_tools(tools)
+    elif fmt == "anthropic":
+        specs = to_anthropic_tools(tools)
+    else:
+        specs = [
+            {"name": tool.name, "description": tool.description, "inputSchema": tool.schema()}
+            for tool in tools.values()
+        ]
+    return ToolsOut(format=fmt, tools=specs)
+
+
+def call_tool(manager: SessionManager, session_id: str, tool_name: str, arguments: dict[str, Any]) -> ToolCallOut:
+    tool = session_tools(manager, session_id).get(tool_name)
+    if tool is None:
+        raise NotFoundError(f"Tool {tool_name!r} is not available in session {session_id!r}")
+    output = tool.execute(arguments)
+    if tool_name in CONTEXT_WRITING_TOOLS:
+        manager.get_session(session_id).announce_change("context")
+    return ToolCallOut(output=output, is_error=is_error_result(output))

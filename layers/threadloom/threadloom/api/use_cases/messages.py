@@ -1,0 +1,131 @@
+"""Use cases of a session's messages: append, read, edit, delete, branches, latest leaf, clear.
+
+Plain Python over a ``SessionManager``, so each is tested without events. Every session-level
+call first checks that the session belongs to the manager's namespace: another tenant's
+session is simply not found.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from threadloom.api.models import (
+    AppendOut,
+    BranchPage,
+    LeafOut,
+    MessageOut,
+)
+from threadloom.api.paging import (
+    count_within_bytes,
+    decode_cursor,
+    encode_cursor,
+    item_budget,
+    page_size,
+)
+from threadloom.api.use_cases.common import require_message, require_session
+from threadloom.errors import ValidationError
+from threadloom.records import OMITTED
+
+if TYPE_CHECKING:
+    from threadloom.api.models import AppendIn
+    from threadloom.core.limits import Limits
+    from threadloom.core.manager import SessionManager
+    from threadloom.records import Message, Omitted
+
+
+def append(manager: SessionManager, session_id: str, body: AppendIn, limits: Limits) -> tuple[AppendOut, bool]:
+    """Append one message or a chain; returns the result and whether anything new was stored.
+
+    A chain reports where its first message attached (``parentId``) and whether any of
+    its messages was new (``inserted``); its ``expectedLeafId`` is checked under the write lock.
+    """
+    session = require_session(manager, session_id)
+    if (body.message is None) == (body.messages is None):
+        raise ValidationError("Send exactly one of 'message' or 'messages'")
+    parent: str | Omitted | None = body.parent_id if "parent_id" in body.model_fields_set else OMITTED
+    if body.message is not None:
+        result = session.append_message(body.message.as_message(), parent, expected_leaf_id=body.expected_leaf_id)
+        if result.inserted:
+            manager._touch(session_id)
+        estimate = result.token_estimate if result.token_estimate is not None else session.estimate_tokens()
+        out = AppendOut(
+            id=result.id,
+            parent_id=result.parent_id,
+            inserted=result.inserted,
+            token_estimate=estimate,
+            token_threshold=session.token_threshold,
+        )
+        return out, result.inserted
+    messages = [item.as_message() for item in body.messages or []]
+    if len(messages) > limits.max_chain_messages:
+        raise ValidationError(f"A chain holds at most {limits.max_chain_messages} messages per request")
+    results = manager.append_chain(session_id, messages, parent, expected_leaf_id=body.expected_leaf_id)
+    inserted = any(result.inserted for result in results)
+    last_estimate = results[-1].token_estimate if results else None
+    out = AppendOut(
+        id=results[-1].id,
+        parent_id=results[0].parent_id,
+        inserted=inserted,
+        ids=[result.id for result in results],
+        token_estimate=last_estimate if last_estimate is not None else session.estimate_tokens(),
+        token_threshold=session.token_threshold,
+    )
+    return out, inserted
+
+
+def get_message(manager: SessionManager, session_id: str, message_id: str) -> MessageOut:
+    session = require_session(manager, session_id)
+    return MessageOut(message=require_message(session, session_id, message_id))
+
+
+def update_message(
+    manager: SessionManager, session_id: str, message_id: str, message: Message, limits: Limits
+) -> MessageOut:
+    session = require_session(manager, session_id)
+    if message.get("id") != message_id:
+        raise ValidationError(f"The message id {message.get('id')!r} does not match the path ({message_id!r})")
+    limits.check_message(message)
+    require_message(session, session_id, message_id)
+    session.update_message(message)
+    return MessageOut(message=require_message(session, session_id, message_id))
+
+
+def delete_message(manager: SessionManager, session_id: str, message_id: str) -> None:
+    session = require_session(manager, session_id)
+    require_message(session, session_id, message_id)
+    manager.delete_messages(session_id, [message_id])
+
+
+def branches(
+    manager: SessionManager, session_id: str, message_id: str, limits: Limits, *, limit: int | None, cursor: str | None
+) -> BranchPage:
+    """One page of the children, cut at ``limit`` or the response byte budget; the cursor is the last child's seq."""
+    session = require_session(manager, session_id)
+    after_seq = 0
+    if cursor:
+        state = decode_cursor(cursor)
+        stored_seq = state.get("s")
+        if isinstance(stored_seq, bool) or not isinstance(stored_seq, int) or stored_seq < 0:
+            raise ValidationError("Invalid cursor")
+        if state.get("p") != message_id:
+            raise ValidationError("The cursor belongs to the children of another message")
+        after_seq = stored_seq
+    require_message(session, session_id, message_id)
+    size, budget = page_size(limit, limits), item_budget(limits)
+    rows = session.get_branch_page(message_id, after_seq=after_seq, limit=size + 1, max_bytes=budget)
+    loaded: list[tuple[int, Message]] = []
+    for seq, message in rows[:size]:
+        if message is None:  # storage stopped reading at the byte budget
+            break
+        loaded.append((seq, message))
+    page = loaded[: count_within_bytes([message for _, message in loaded], budget)]
+    next_cursor = encode_cursor({"p": message_id, "s": page[-1][0]}) if page and len(rows) > len(page) else None
+    return BranchPage(messages=[message for _, message in page], next_cursor=next_cursor)
+
+
+def leaf(manager: SessionManager, session_id: str) -> LeafOut:
+    return LeafOut(message=require_session(manager, session_id).get_latest_leaf())
+
+
+def clear(manager: SessionManager, session_id: str) -> None:
+    manager.clear_messages(session_id)
