@@ -1,0 +1,73 @@
+"""The inspector reads like a product (issue 30): closed editors stay closed, no stray "null", and more."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from tests.browser.conftest import Page, Server
+from tests.browser.test_inspector import seed_voyage
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(90)]
+
+DESKTOP = (1280, 800)
+PHONE = (390, 844)
+
+
+def visible_words(page: Page) -> list[str]:
+    """Every word the reader sees on the page (innerText leaves out what is hidden)."""
+    return re.findall(r"[\w$]+", str(page.js("return document.body.innerText")))
+
+
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_a_writable_block_editor_opens_only_on_edit(page: Page, server: Server, size: tuple[int, int]) -> None:
+    sid = seed_voyage(server, "Closed editors")
+    page.driver.set_window_size(*size)
+    page.open(f"/sessions/{sid}")
+    block = page.css('section.block[data-label="memory"]')
+    form = block.find_element("css selector", "form.block-edit")
+    # Closed: the Edit button only, no textarea, no Save or Cancel
+    page.wait(lambda _: not form.is_displayed(), message="the editor starts closed")
+    assert page.js("return getComputedStyle(arguments[0]).display", form) == "none"
+    edit = page.css("button.edit-block")
+    edit.click()
+    page.wait(lambda _: form.is_displayed(), message="Edit opens the editor")
+    assert not edit.is_displayed()
+    assert page.js("return getComputedStyle(arguments[0]).display", form) == "grid"
+    buttons = [button.text for button in form.find_elements("css selector", "button")]
+    assert buttons == ["Save", "Cancel"]
+    page.screenshot(f"block-editor-open-{size[0]}")
+    form.find_element("css selector", "button[type=button]").click()
+    page.wait(lambda _: not form.is_displayed(), message="Cancel closes the editor")
+    assert page.css("button.edit-block").is_displayed()
+
+
+def test_every_hidden_element_is_hidden_whatever_its_display(page: Page, server: Server) -> None:
+    sid = seed_voyage(server, "Hidden stays hidden")
+    page.open(f"/sessions/{sid}")
+    page.css('section.block[data-label="memory"]')
+    shown: Any = page.js(
+        "return [...document.querySelectorAll('[hidden]')]"
+        ".filter(el => getComputedStyle(el).display !== 'none').map(el => el.outerHTML.slice(0, 80))"
+    )
+    assert shown == []
+
+
+def test_no_literal_null_under_blocks_without_a_description(page: Page, server: Server) -> None:
+    sid = seed_voyage(server, "Descriptions")
+    status, _ = server.call("GET", f"/sessions/{sid}/system-prompt")  # frozen: the Prompt panel shows its diff
+    assert status == 200
+    page.open(f"/sessions/{sid}")
+    skills = page.css('section.block[data-label="skills"]')
+    assert skills.find_elements("css selector", ".block-description") == []
+    assert "null" not in re.findall(r"\w+", skills.text)
+    assert "Facts learned about the user" in page.css('section.block[data-label="memory"]').text
+    page.css("#tab-prompt").click()
+    page.text_appears("#prompt-state", "matches a fresh render")
+    for tab in ("context", "prompt", "actions"):
+        page.css(f"#tab-{tab}").click()
+        page.css(f"#panel-{tab} h2")
+        assert "null" not in visible_words(page), f"a literal null on the {tab} panel"
+        assert "undefined" not in visible_words(page), f"a literal undefined on the {tab} panel"
