@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 import pytest
 
 from tests.browser.conftest import Page, Server
-from tests.browser.test_inspector import seed_voyage
+from tests.browser.test_inspector import seed_voyage, text
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(90)]
 
@@ -71,3 +72,35 @@ def test_no_literal_null_under_blocks_without_a_description(page: Page, server: 
         page.css(f"#panel-{tab} h2")
         assert "null" not in visible_words(page), f"a literal null on the {tab} panel"
         assert "undefined" not in visible_words(page), f"a literal undefined on the {tab} panel"
+
+
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_a_session_idle_over_its_threshold_says_why(page: Page, server: Server, size: tuple[int, int]) -> None:
+    sid = server.create_session(f"Idle over the threshold {size[0]}")
+    # Three long messages: over 3,000 tokens, yet all of them are the protected head (1) and tail (2)
+    words = "the crew hauls the sails while the gulls circle the mast " * 70
+    chain = [text(f"t{i}", ("user", "assistant")[i % 2], f"Turn {i}: {words}") for i in range(3)]
+    status, appended = server.call("POST", f"/sessions/{sid}/messages", {"messages": chain})
+    assert status == 201 and appended["tokenEstimate"] > appended["tokenThreshold"]
+    deadline = time.monotonic() + 20
+    while server.call("GET", f"/sessions/{sid}/status")[1]["compaction"]["state"] != "nothing_to_summarize":
+        assert time.monotonic() < deadline, "the in-process worker did not finish"
+        time.sleep(0.1)
+    page.driver.set_window_size(*size)
+    page.open(f"/sessions/{sid}")
+    note = page.css("#idle-reason")
+    page.text_appears("#idle-reason", "found nothing to summarize")
+    assert note.get_attribute("data-code") == "nothing_to_summarize"
+    assert "Not compacting:" in note.text and "over the compaction threshold (3,000)" in note.text
+    assert page.css("#compaction-phase").text == "idle"
+    overflow = page.js("return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 0
+    page.screenshot(f"idle-reason-{size[0]}")
+
+
+def test_no_idle_reason_under_the_threshold(page: Page, server: Server) -> None:
+    sid = seed_voyage(server, "Under the threshold")
+    page.open(f"/sessions/{sid}")
+    page.wait(lambda _: page.css("#token-meter").get_attribute("data-tokens") is not None)
+    time.sleep(0.5)
+    assert not page.all("#idle-reason:not([hidden])")

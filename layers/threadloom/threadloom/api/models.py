@@ -6,7 +6,7 @@ with these, and Powertools validates both directions.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -20,6 +20,9 @@ from threadloom.records import (  # noqa: TC001
     StoredCompaction,
     TrackedCompaction,
 )
+
+if TYPE_CHECKING:
+    from threadloom.live.status import IdleReason
 
 Id = Annotated[
     str,
@@ -351,14 +354,31 @@ class CompactionRequestOut(ApiModel):
         )
 
 
+class IdleReasonOut(ApiModel):
+    """Why a session over its compaction threshold is ``idle``: a stable ``code`` and a sentence for people."""
+
+    code: Literal[
+        "nothing_to_summarize", "compaction_failed", "compaction_queued", "still_over_after_compaction", "not_requested"
+    ]
+    message: str
+
+    @classmethod
+    def of(cls, reason: IdleReason | None) -> IdleReasonOut | None:
+        return None if reason is None else cls(code=reason.code, message=reason.message)
+
+
 class SessionStatusOut(ApiModel):
-    """The live figures of a session (as the WebSocket ``session_status`` event) and its latest compaction request."""
+    """The live figures of a session (as the WebSocket ``session_status`` event) and its latest compaction request.
+
+    ``idle_reason`` is set only while the estimate exceeds the threshold and nothing is compacting.
+    """
 
     session_id: str
     phase: Literal["idle", "compacting"]
     token_estimate: int
     token_threshold: int | None
     compaction: CompactionRequestOut | None
+    idle_reason: IdleReasonOut | None = None
 
 
 # ----------------------------------------------------------------- context

@@ -25,6 +25,7 @@ from threadloom.api.models import (
     ContextBlockOut,
     ContextWindowOut,
     HistoryPage,
+    IdleReasonOut,
     LeafOut,
     MessageOut,
     OriginalsPage,
@@ -44,7 +45,7 @@ from threadloom.compaction.tracking import TrackedCompactionQueue
 from threadloom.core.branch_points import branch_points as find_branch_points
 from threadloom.core.prompt import render_prompt
 from threadloom.errors import ConflictError, NotFoundError, SessionNotFoundError, ValidationError
-from threadloom.live.status import status_report
+from threadloom.live.status import idle_reason, status_report
 from threadloom.records import OMITTED, HistoryEntry, HistorySlice
 from threadloom.tokens import estimate_message_tokens, estimate_string_tokens
 from threadloom.tools.base import is_error_result
@@ -524,6 +525,7 @@ def session_status(manager: SessionManager, session_id: str) -> SessionStatusOut
         token_estimate=status.token_estimate,
         token_threshold=status.token_threshold,
         compaction=CompactionRequestOut.of(latest) if latest is not None else None,
+        idle_reason=IdleReasonOut.of(idle_reason(status, latest)),
     )
 
 

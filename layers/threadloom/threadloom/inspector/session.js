@@ -175,7 +175,27 @@ export async function renderSession(root, sessionId, focusMessageId) {
   const phase = h("span", { class: "phase", id: "compaction-phase" }, "idle");
   const channel = h("span", { class: "channel muted small", id: "live-channel" }, "connecting…");
   const lastCompaction = h("span", { class: "muted small", id: "last-compaction" });
-  meter.append(h("div", { class: "meter-row" }, meterLabel, h("span", { class: "row" }, lastCompaction, channel, phase)), meterBar);
+  const idleNote = h("p", { class: "idle-reason notice-inline warn", id: "idle-reason", role: "status", hidden: true });
+  meter.append(h("div", { class: "meter-row" }, meterLabel, h("span", { class: "row" }, lastCompaction, channel, phase)), meterBar, idleNote);
+
+  // Why a session over its threshold sits idle: the status endpoint says so (`idleReason`); a
+  // WebSocket event carries only the figures, so then the endpoint is asked once per such event.
+  let idleAsked = 0;
+  function showIdleReason(reason) {
+    idleNote.hidden = !reason;
+    idleNote.textContent = reason ? `Not compacting: ${reason.message}` : "";
+    if (reason) idleNote.dataset.code = reason.code;
+    else delete idleNote.dataset.code;
+  }
+  async function askIdleReason() {
+    const asked = ++idleAsked;
+    try {
+      const status = await api.status(sessionId);
+      if (asked === idleAsked) showIdleReason(status.idleReason || null);
+    } catch {
+      // The meter still shows the figures; the reason is a courtesy.
+    }
+  }
 
   let refreshTimer = 0;
   const stop = watchSession(sessionId, {
@@ -203,6 +223,17 @@ export async function renderSession(root, sessionId, focusMessageId) {
       if (status.phase) {
         phase.textContent = status.phase === "compacting" ? "compacting…" : "idle";
         phase.className = `phase phase-${status.phase}`;
+      }
+      if (typeof status.tokenEstimate === "number") {
+        const over = typeof status.tokenThreshold === "number" && status.tokenEstimate > status.tokenThreshold;
+        if ("idleReason" in status) {
+          idleAsked++;
+          showIdleReason(status.idleReason);
+        } else if (over && status.phase !== "compacting") askIdleReason();
+        else {
+          idleAsked++;
+          showIdleReason(null);
+        }
       }
       if (status.compacted) lastCompaction.textContent = `Last compaction: ${fmtNumber(status.compacted.tokensBefore || 0)} tokens before`;
       const request = status.latestRequest || status.compaction;
