@@ -104,3 +104,20 @@ def test_no_idle_reason_under_the_threshold(page: Page, server: Server) -> None:
     page.wait(lambda _: page.css("#token-meter").get_attribute("data-tokens") is not None)
     time.sleep(0.5)
     assert not page.all("#idle-reason:not([hidden])")
+
+
+def test_an_overlay_shows_when_it_was_stored_not_when_it_was_read(page: Page, server: Server) -> None:
+    sid = server.create_session("Overlay time")
+    messages = [text(f"o{i}", "user" if i % 2 else "assistant", f"Original message number {i}") for i in range(1, 7)]
+    server.manager.append_all(sid, messages)
+    server.manager.add_compaction(sid, "Summary of two to four.", "o2", "o4")
+    stored = server.call("GET", f"/sessions/{sid}/compactions")[1]["compactions"][0]["createdAt"]
+    time.sleep(1.1)  # a read now is stamped at least a second later than the overlay was stored
+    read_time = server.call("GET", f"/sessions/{sid}/history")[1]["messages"][1]["createdAt"]
+    assert read_time != stored
+    shown = []
+    for _ in range(2):
+        page.open(f"/sessions/{sid}")
+        shown.append(page.css("article.overlay .msg-head time").get_attribute("datetime"))
+        time.sleep(1.1)
+    assert shown == [stored, stored]

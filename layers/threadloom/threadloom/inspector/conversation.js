@@ -386,12 +386,18 @@ export class Conversation {
         "aria-label": `${overlay ? "Compaction summary" : message.role} message ${index + 1} of ${this.total}`,
         dataset: { index: String(index), messageId: message.id },
       },
-      h("header", { class: "msg-head" }, h("span", { class: "msg-pos muted small" }, `#${index + 1}`), ...messageMeta(message), ...badges, this.branchSwitcher(message, index), this.messageActions(message)),
+      h("header", { class: "msg-head" }, h("span", { class: "msg-pos muted small" }, `#${index + 1}`), ...messageMeta(message, overlay ? { createdAt: this.overlayStoredAt(message) } : {}), ...badges, this.branchSwitcher(message, index), this.messageActions(message)),
     );
     if (overlay) article.append(...this.renderOverlay(message));
     else article.append(h("div", { class: "msg-body" }, ...renderParts(message)));
     article.append(rawJson(message));
     return article;
+  }
+
+  /** When the overlay was stored (the summary message itself carries the time it was read), or null. */
+  overlayStoredAt(message) {
+    const stored = this.compactions.get(message.id.slice(COMPACTION_PREFIX.length));
+    return stored ? stored.createdAt : null;
   }
 
   messageActions(message) {

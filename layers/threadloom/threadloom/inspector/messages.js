@@ -72,11 +72,14 @@ export function renderParts(message) {
 /** The raw stored JSON, behind a disclosure. */
 export const rawJson = (message) => h("details", { class: "raw" }, h("summary", {}, "Raw JSON"), h("pre", {}, json(message)));
 
-/** A compact header: role, id, time. */
-export function messageMeta(message) {
+/**
+ * A compact header: role, id, time. `createdAt` overrides the message's own time: an overlay's
+ * summary is stamped when it is read, so its card shows when the overlay was stored instead.
+ */
+export function messageMeta(message, { createdAt = message.createdAt } = {}) {
   return [
     h("span", { class: `role role-${message.role}` }, message.role),
     h("code", { class: "msg-id", title: "Message id" }, message.id),
-    message.createdAt ? timeEl(message.createdAt) : null,
+    createdAt ? timeEl(createdAt) : null,
   ];
 }
