@@ -17,6 +17,7 @@ from threadloom.records import (  # noqa: TC001
     ContextBlock,
     SearchResult,
     SessionInfo,
+    SessionOverview,
     StoredCompaction,
     TrackedCompaction,
 )
@@ -115,8 +116,32 @@ class SessionOut(ApiModel):
         )
 
 
+class SessionListItem(SessionOut):
+    """A session as the list shows it: the registry row, the latest path's length and its last words.
+
+    ``message_count`` counts the stored messages from the root to the latest leaf (0 without messages);
+    ``preview`` is the start (at most 160 characters) of the leaf's first non-empty text part, said by
+    ``preview_role``. Both are null when the store cannot tell.
+    """
+
+    message_count: int | None = None
+    preview: str | None = None
+    preview_role: str | None = None
+
+    @classmethod
+    def of_overview(cls, info: SessionInfo, overview: SessionOverview | None, *, known: bool) -> SessionListItem:
+        base = SessionOut.of(info).model_dump()
+        if not known:
+            return cls(**base)
+        if overview is None:
+            return cls(**base, message_count=0)
+        return cls(
+            **base, message_count=overview.message_count, preview=overview.preview, preview_role=overview.preview_role
+        )
+
+
 class SessionPage(ApiModel):
-    sessions: list[SessionOut]
+    sessions: list[SessionListItem]
     next_cursor: str | None = None
 
 
