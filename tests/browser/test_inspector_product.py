@@ -121,3 +121,38 @@ def test_an_overlay_shows_when_it_was_stored_not_when_it_was_read(page: Page, se
         shown.append(page.css("article.overlay .msg-head time").get_attribute("datetime"))
         time.sleep(1.1)
     assert shown == [stored, stored]
+
+
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_the_sessions_list_shows_count_preview_and_what_usage_is_known(
+    page: Page, server: Server, size: tuple[int, int]
+) -> None:
+    quiet = server.create_session(f"Quiet {size[0]}")
+    voyage = seed_voyage(server, f"Voyage {size[0]}")
+    priced = server.create_session(f"Priced {size[0]}")
+    server.manager.append(priced, text("p1", "user", "What does the pilot cost?"))
+    status, _ = server.call(
+        "POST", f"/sessions/{priced}/usage", {"inputTokens": 1200, "outputTokens": 345, "cost": 0.0123}
+    )
+    assert status == 200, _
+    page.driver.set_window_size(*size)
+    page.open("/")
+    row = page.css(f'tr[data-session-id="{voyage}"]')
+    assert row.find_element("css selector", "td.message-count").text == "2"
+    assert "assistant: Head for Porto instead" in row.find_element("css selector", ".preview").text
+    empty = page.css(f'tr[data-session-id="{quiet}"]')
+    assert empty.find_element("css selector", "td.message-count").text == "0"
+    assert "No messages yet" in empty.text
+    # Usage nobody posted is unknown, not zero; posted usage shows as figures
+    assert "unknown" in empty.text and "$0.0000" not in empty.text
+    paid = page.css(f'tr[data-session-id="{priced}"]')
+    assert "$0.0123" in paid.text and "unknown" not in paid.text
+    if size == DESKTOP:
+        assert "1,200" in paid.text and "345" in paid.text
+    overflow = page.js("return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 0, f"the page scrolls sideways by {overflow}px"
+    page.screenshot(f"sessions-overview-{size[0]}")
+    # The session's own page says the same
+    page.open(f"/sessions/{quiet}")
+    page.text_appears(".facts", "unknown")
+    assert "$0.0000" not in page.css(".facts").text

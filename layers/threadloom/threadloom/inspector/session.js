@@ -4,7 +4,7 @@ import { renderActions } from "./actions.js";
 import { api, describe } from "./api.js";
 import { renderContext, renderPrompt } from "./context.js";
 import { Conversation } from "./conversation.js";
-import { clear, fmtCost, fmtNumber, h, timeEl } from "./dom.js";
+import { clear, costOrUnknown, fmtNumber, h, timeEl, tokensOrUnknown, usageKnown } from "./dom.js";
 import { watchSession } from "./live.js";
 import { busy, confirmAction, errorBox, notify, showError } from "./ui.js";
 import { sessionLink } from "./sessions.js";
@@ -60,8 +60,8 @@ export async function renderSession(root, sessionId, focusMessageId) {
         fact("Id", h("code", {}, session.id)),
         fact("Created", timeEl(session.createdAt)),
         fact("Last activity", timeEl(session.updatedAt)),
-        fact("Tokens in / out", `${fmtNumber(session.inputTokens)} / ${fmtNumber(session.outputTokens)}`),
-        fact("Cost", fmtCost(session.estimatedCost)),
+        fact("Tokens in / out", usageKnown(session) ? h("span", {}, tokensOrUnknown(session, session.inputTokens), " / ", tokensOrUnknown(session, session.outputTokens)) : tokensOrUnknown(session, 0)),
+        fact("Cost", costOrUnknown(session)),
         fact("Model", session.model),
         fact("Source", session.source),
         fact("Forked from", session.parentSessionId ? sessionLink(session.parentSessionId) : null),
