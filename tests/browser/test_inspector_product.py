@@ -156,3 +156,122 @@ def test_the_sessions_list_shows_count_preview_and_what_usage_is_known(
     page.open(f"/sessions/{quiet}")
     page.text_appears(".facts", "unknown")
     assert "$0.0000" not in page.css(".facts").text
+
+
+RICH_MARKDOWN = """## Route to Lisbon
+
+1. Leave **Porto** at dawn
+2. Keep the coast *to port*
+
+| Leg | Knots |
+|---|---|
+| Porto → Nazaré | 12 |
+
+```python
+print("ahoy")
+```
+
+> Fair winds. See [the chart](https://example.org/chart) and `tide.csv`.
+"""
+
+# Each payload would set window.__pwned, open an alert, load a remote resource or leave markup behind
+HOSTILE_MARKDOWN = [
+    "<script>window.__pwned = 'script'</script>Script tag",
+    "[javascript link](javascript:window.__pwned='js-link')",
+    "[JaVaScRiPt link](  JAVASCRIPT:alert(1) )",
+    "<img src=x onerror=\"window.__pwned='img'\"> image with onerror",
+    "![remote image](https://tracker.example.com/pixel.png)",
+    "[data link](data:text/html;base64,PHNjcmlwdD5hbGVydCgxKTwvc2NyaXB0Pg==)",
+    '<a href="data:text/html,<script>alert(1)</script>">raw data link</a>',
+    '<iframe src="javascript:alert(1)"></iframe>frame',
+    '<svg onload="window.__pwned=\'svg\'"><circle r="5"/></svg>svg',
+    '<p style="background:url(https://tracker.example.com/x)" onclick="window.__pwned=1">styled</p>',
+    '<form action="https://evil.example.com"><input name="q"><button>Send</button></form>form',
+    "<details open ontoggle=\"window.__pwned='details'\">toggle</details>",
+    "<math><mtext><table><mglyph><style><img src=x onerror=\"window.__pwned='mxss'\">",
+    '<a href="https://example.org" onmouseover="window.__pwned=1">hover me</a>',
+    '<object data="javascript:alert(1)"></object><embed src="javascript:alert(1)">embedded',
+    '<meta http-equiv="refresh" content="0;url=javascript:alert(1)">meta',
+    '<base href="https://evil.example.com/">base',
+    '[a safe link](https://example.org "quote \\" onmouseover=\\"window.__pwned=1") breaking out of its title',
+    '[x](vbscript:msgbox(1)) <noscript><p title="</noscript><img src=x onerror=window.__pwned=2>">',
+]
+
+
+def test_markdown_in_messages_and_summaries_is_rendered(page: Page, server: Server) -> None:
+    sid = server.create_session("Markdown")
+    chain = [text("m1", "user", "Where to?"), text("m2", "assistant", RICH_MARKDOWN)]
+    chain += [text(f"m{i}", "user" if i % 2 else "assistant", f"Turn {i}") for i in range(3, 7)]
+    server.manager.append_all(sid, chain)
+    server.manager.add_compaction(sid, "## Topic\n- first point\n- second point", "m3", "m4")
+    page.open(f"/sessions/{sid}")
+    body = page.css('article[data-message-id="m2"] .part-text')
+    assert body.find_element("css selector", "h2").text == "Route to Lisbon"
+    assert [li.text for li in body.find_elements("css selector", "ol li")] == [
+        "Leave Porto at dawn",
+        "Keep the coast to port",
+    ]
+    assert body.find_element("css selector", "strong").text == "Porto"
+    assert [td.text for td in body.find_elements("css selector", "table td")] == ["Porto → Nazaré", "12"]
+    assert body.find_element("css selector", "pre code").text == 'print("ahoy")'
+    link = body.find_element("css selector", "blockquote a")
+    assert link.get_attribute("href") == "https://example.org/chart"
+    assert link.get_attribute("rel") == "noopener noreferrer nofollow" and link.get_attribute("target") == "_blank"
+    summary = page.css("article.overlay .part-text")
+    assert summary.find_element("css selector", "h2").text == "Topic"
+    assert len(summary.find_elements("css selector", "ul li")) == 2
+    # The stored text is still there, as it is, under Raw JSON
+    raw = page.css('article[data-message-id="m2"] details.raw')
+    raw.find_element("css selector", "summary").click()
+    assert "| Leg | Knots |" in raw.find_element("css selector", "pre").text
+    page.screenshot("markdown")
+
+
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_hostile_markdown_never_executes(page: Page, server: Server, size: tuple[int, int]) -> None:
+    sid = server.create_session(f"Hostile {size[0]}")
+    messages = [text(f"h{i}", ("user", "assistant")[i % 2], payload) for i, payload in enumerate(HOSTILE_MARKDOWN)]
+    server.manager.append_all(sid, messages)
+    server.manager.add_compaction(sid, HOSTILE_MARKDOWN[0] + "\n\n" + HOSTILE_MARKDOWN[3], "h2", "h3")
+    page.driver.set_window_size(*size)
+    page.open(f"/sessions/{sid}")
+    last = f"h{len(HOSTILE_MARKDOWN) - 1}"
+    page.css(f'article[data-message-id="{last}"]')
+    page.css("article.overlay")
+    for article in page.all("article.msg"):  # hover and click everything a reader might touch
+        for element in article.find_elements("css selector", ".part-text *"):
+            if element.is_displayed():
+                page.js("arguments[0].dispatchEvent(new MouseEvent('mouseover', {bubbles: true}))", element)
+    time.sleep(0.5)
+    assert page.js("return window.__pwned === undefined")
+    rendered = page.css(".history")
+    # None of the dangerous markup reached the page, and no URL but http(s)/mailto is a link
+    for selector in (
+        "script",
+        "img",
+        "iframe",
+        "svg",
+        "math",
+        "form",
+        "input",
+        "object",
+        "embed",
+        "meta",
+        "base",
+        "style",
+    ):
+        assert rendered.find_elements("css selector", f".part-text {selector}") == [], selector
+    handlers = page.js(
+        "return [...document.querySelectorAll('.part-text *')].flatMap(el => [...el.attributes])"
+        ".map(a => a.name).filter(n => n.startsWith('on') || n === 'style')"
+    )
+    assert handlers == []
+    hrefs = page.js("return [...document.querySelectorAll('.part-text a[href]')].map(a => a.getAttribute('href'))")
+    assert hrefs == ["https://example.org"], hrefs
+    # The words are still shown, as text (raw HTML as the characters it was written with)
+    assert "<script>window.__pwned = 'script'</script>Script tag" in page.css('article[data-message-id="h0"]').text
+    assert "javascript link" in page.css('article[data-message-id="h1"]').text
+    assert "[image: remote image]" in page.css('article[data-message-id="h4"]').text
+    overflow = page.js("return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 0
+    page.screenshot(f"hostile-markdown-{size[0]}")
