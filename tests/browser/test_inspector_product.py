@@ -275,3 +275,91 @@ def test_hostile_markdown_never_executes(page: Page, server: Server, size: tuple
     overflow = page.js("return document.documentElement.scrollWidth - document.documentElement.clientWidth")
     assert overflow <= 0
     page.screenshot(f"hostile-markdown-{size[0]}")
+
+
+def open_tree(page: Page) -> Any:
+    page.css("#tab-tree").click()
+    return page.css("#session-tree")
+
+
+def tree_rows(page: Page, scope: str = "#session-tree > details > ol.tree-path") -> list[str]:
+    return [str(row.get_attribute("data-message-id")) for row in page.all(f"{scope} > li.tree-row")]
+
+
+def test_the_tree_shows_the_latest_path_and_every_other_branch(page: Page, server: Server) -> None:
+    sid = seed_voyage(server, "Tree")
+    page.open(f"/sessions/{sid}")
+    open_tree(page)
+    page.text_appears("#tree-summary", "2 branches, branching at 1 message; latest leaf a1b")
+    page.wait(lambda _: tree_rows(page) == ["u1", "a1b"], message="the path to the latest leaf")
+    leaf = page.css('#session-tree li.tree-row[data-message-id="a1b"]')
+    assert "latest leaf" in leaf.text and "Head for Porto instead" in leaf.text
+    branch = page.css('#session-tree li.tree-row[data-message-id="u1"] .tree-branches > details')
+    assert branch.get_attribute("open") is None  # collapsed until asked
+    assert "Branch 1/2 at u1: a1" in branch.text
+    branch.find_element("css selector", "summary").click()
+    page.wait(lambda _: tree_rows(page, '.tree-branches > details[data-leaf-id="a1"] > ol.tree-path') == ["a1"])
+    assert "Steer west past the lighthouse" in page.css('.tree-branches li.tree-row[data-message-id="a1"]').text
+    # A row leads to its message in the conversation
+    page.css('.tree-branches li.tree-row[data-message-id="a1"] a.tree-id').click()
+    page.css('article[data-message-id="a1"].highlight')
+    page.screenshot("tree")
+
+
+@pytest.mark.parametrize("size", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_a_branch_point_inside_a_compaction_overlay_is_in_the_tree(
+    page: Page, server: Server, size: tuple[int, int]
+) -> None:
+    sid = server.create_session(f"Hidden branch {size[0]}")
+    server.manager.append_all(sid, [text(f"c{i}", ("user", "assistant")[i % 2], f"Step {i}") for i in range(1, 5)])
+    server.manager.append(sid, text("c4b", "assistant", "Step 4, told another way"), "c3")
+    server.manager.append(sid, text("c5", "user", "Step 5"), "c4")
+    server.manager.append_all(sid, [text(f"c{i}", ("user", "assistant")[i % 2], f"Step {i}") for i in range(6, 9)])
+    server.manager.add_compaction(sid, "Steps two to five, summarized.", "c2", "c5")
+    page.driver.set_window_size(*size)
+    page.open(f"/sessions/{sid}")
+    # The conversation has no switcher to offer (c3 is inside the summary) but points to the tree
+    page.css('article[data-message-id="c8"]')
+    assert page.all(".branch-switch") == []
+    page.text_appears(".conv-info", "the Tree tab shows every branch")
+    open_tree(page)
+    page.wait(lambda _: len(tree_rows(page)) == 5, message="c1, the summary, c6, c7, c8")
+    rows = tree_rows(page)
+    assert rows[0] == "c1" and rows[1].startswith("compaction_") and rows[2:] == ["c6", "c7", "c8"]
+    note = page.css("#session-tree .tree-unseen-note")
+    page.text_appears("#session-tree .tree-unseen-note", "inside a compaction summary")
+    assert "c3" in note.text
+    other = page.css('#session-tree .tree-unseen .tree-branches > details[data-leaf-id="c4b"]')
+    other.find_element("css selector", "summary").click()
+    page.wait(lambda _: tree_rows(page, '.tree-unseen details[data-leaf-id="c4b"] > ol.tree-path') == ["c4b"])
+    # The summary opens to its originals, where c3 carries its branches
+    overlay = page.css("#session-tree li.tree-overlay > details")
+    overlay.find_element("css selector", "summary").click()
+    page.wait(lambda _: tree_rows(page, "li.tree-overlay ol.tree-originals") == ["c2", "c3", "c4", "c5"])
+    assert "branches: 2" in page.css('li.tree-overlay li.tree-row[data-message-id="c3"]').text
+    overflow = page.js("return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    assert overflow <= 0
+    page.screenshot(f"tree-overlay-branch-{size[0]}")
+
+
+def test_the_tree_of_thousands_of_messages_loads_by_pages(page: Page, server: Server) -> None:
+    sid = server.create_session("Big tree")
+    chain = [text(f"t{i}", ("user", "assistant")[i % 2], f"Message {i}: " + "ahoy " * 5) for i in range(3_000)]
+    for start in range(0, 3_000, 1_000):
+        server.manager.append_all(sid, chain[start : start + 1_000])
+    server.manager.append(sid, text("t11b", "assistant", "An early branch"), "t10")
+    server.manager.append(sid, text("t3000", "user", "The last word"), "t2999")  # the latest leaf again
+    page.open(f"/sessions/{sid}")
+    open_tree(page)
+    page.wait(lambda _: len(tree_rows(page)) == 200, timeout=30, message="the first page")
+    assert "branches: 2" in page.css('#session-tree li.tree-row[data-message-id="t10"]').text
+    started = time.perf_counter()
+    page.css("#session-tree > details > .tree-more").click()
+    page.wait(lambda _: len(tree_rows(page)) == 400, timeout=30, message="the second page")
+    assert time.perf_counter() - started < 10
+    assert len(page.all("#session-tree li.tree-row")) == 400  # only what was asked for is in the page
+    # The early branch opens by itself: one path, read from its branch point on
+    branch = page.css('li.tree-row[data-message-id="t10"] .tree-branches > details[data-leaf-id="t11b"]')
+    branch.find_element("css selector", "summary").click()
+    page.wait(lambda _: tree_rows(page, 'details[data-leaf-id="t11b"] > ol.tree-path') == ["t11b"])
+    page.screenshot("tree-thousands")

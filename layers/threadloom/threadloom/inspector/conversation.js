@@ -234,7 +234,7 @@ export class Conversation {
     this.info.textContent =
       `${fmtNumber(this.total)} message${this.total === 1 ? "" : "s"} from the root to ` +
       (latest ? "the latest leaf" : `message ${this.pathLeafId} (not the latest leaf)`) +
-      (this.branches.size ? `; the tree branches at ${new Set([...this.branches.values()].map((b) => b.parentId)).size} message(s)` : "") +
+      (this.branches.size ? `; the tree branches at ${new Set([...this.branches.values()].map((b) => b.parentId)).size} message(s) (the Tree tab shows every branch)` : "") +
       (overlays ? `; ${overlays} compaction summar${overlays === 1 ? "y" : "ies"} in the first page` : "") +
       ".";
   }

@@ -8,10 +8,12 @@ import { clear, costOrUnknown, fmtNumber, h, timeEl, tokensOrUnknown, usageKnown
 import { watchSession } from "./live.js";
 import { busy, confirmAction, errorBox, notify, showError } from "./ui.js";
 import { sessionLink } from "./sessions.js";
+import { TreeView } from "./tree.js";
 
 const TABS = [
   ["context", "Context"],
   ["prompt", "Prompt"],
+  ["tree", "Tree"],
   ["actions", "Actions"],
 ];
 
@@ -165,6 +167,7 @@ export async function renderSession(root, sessionId, focusMessageId) {
       if (key === "context") refreshers.context = renderContext(panels.context, context);
       if (key === "prompt") refreshers.prompt = renderPrompt(panels.prompt, context);
       if (key === "actions") renderActions(panels.actions, context);
+      if (key === "tree") new TreeView(panels.tree, context);
     }
   }
   select("context");
