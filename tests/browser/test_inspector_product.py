@@ -363,3 +363,34 @@ def test_the_tree_of_thousands_of_messages_loads_by_pages(page: Page, server: Se
     branch.find_element("css selector", "summary").click()
     page.wait(lambda _: tree_rows(page, 'details[data-leaf-id="t11b"] > ol.tree-path') == ["t11b"])
     page.screenshot("tree-thousands")
+
+
+def test_a_tree_with_several_roots_shows_each_root_as_a_branch(page: Page, server: Server) -> None:
+    sid = server.create_session("Two roots")
+    server.manager.append_all(sid, [text("r1", "user", "First start"), text("r1a", "assistant", "First answer")])
+    server.manager.append_all(
+        sid, [text("r2", "user", "Second start"), text("r2a", "assistant", "Second answer")], None
+    )
+    page.open(f"/sessions/{sid}")
+    open_tree(page)
+    page.text_appears("#tree-summary", "latest leaf r2a")
+    first = page.css('#session-tree > details[data-leaf-id="r1a"]')
+    second = page.css('#session-tree > details[data-leaf-id="r2a"]')
+    assert "Root 1 of 2: r1" in first.text and "Root 2 of 2: r2" in second.text
+    assert first.get_attribute("open") is None and second.get_attribute("open") is not None
+    page.wait(lambda _: tree_rows(page, '#session-tree > details[data-leaf-id="r2a"] > ol.tree-path') == ["r2", "r2a"])
+    first.find_element("css selector", "summary").click()
+    page.wait(lambda _: tree_rows(page, '#session-tree > details[data-leaf-id="r1a"] > ol.tree-path') == ["r1", "r1a"])
+
+
+def test_the_tree_offers_a_reload_when_the_session_changes(page: Page, server: Server) -> None:
+    sid = seed_voyage(server, "Growing tree")
+    page.open(f"/sessions/{sid}")
+    open_tree(page)
+    page.wait(lambda _: tree_rows(page) == ["u1", "a1b"])
+    assert page.all("#tree-stale:not([hidden])") == []  # nothing changed yet
+    status, _ = server.call("POST", f"/sessions/{sid}/messages", {"message": text("u2", "user", "And then?")})
+    assert status == 201
+    page.css("#tree-stale").click()
+    page.wait(lambda _: tree_rows(page) == ["u1", "a1b", "u2"])
+    assert page.all("#tree-stale:not([hidden])") == []

@@ -167,7 +167,10 @@ export async function renderSession(root, sessionId, focusMessageId) {
       if (key === "context") refreshers.context = renderContext(panels.context, context);
       if (key === "prompt") refreshers.prompt = renderPrompt(panels.prompt, context);
       if (key === "actions") renderActions(panels.actions, context);
-      if (key === "tree") new TreeView(panels.tree, context);
+      if (key === "tree") {
+        const tree = new TreeView(panels.tree, context);
+        refreshers.tree = () => tree.markStale();
+      }
     }
   }
   select("context");
@@ -250,6 +253,7 @@ export async function renderSession(root, sessionId, focusMessageId) {
         conversation.refresh();
         context.refreshSession();
         if (current === "context") context.refreshContext();
+        if (refreshers.tree) refreshers.tree();
       }, 250);
     },
   });

@@ -39,8 +39,10 @@ export class TreeView {
     this.body = h("div", { class: "tree", id: "session-tree" });
     const reload = h("button", { type: "button" }, "Reload");
     reload.addEventListener("click", () => this.reload());
+    this.staleButton = h("button", { type: "button", class: "primary", id: "tree-stale", hidden: true }, "The tree changed: reload");
+    this.staleButton.addEventListener("click", () => this.reload());
     panel.append(
-      h("div", { class: "panel-head" }, h("h2", {}, "Tree"), reload),
+      h("div", { class: "panel-head" }, h("h2", {}, "Tree"), h("div", { class: "row" }, this.staleButton, reload)),
       h("p", { class: "muted small" }, "The path to the latest leaf; every branch point lists its other branches (open one to read it). Compaction summaries open to the messages they replace."),
       this.error,
       this.summary,
@@ -50,8 +52,14 @@ export class TreeView {
     this.reload();
   }
 
+  /** New messages or overlays arrived: offer a reload (doing it unasked would close what the reader opened). */
+  markStale() {
+    this.staleButton.hidden = false;
+  }
+
   async reload() {
     const generation = ++this.generation;
+    this.staleButton.hidden = true;
     try {
       const [points, compactions, latest] = await Promise.all([
         api.branchPoints(this.sessionId),
