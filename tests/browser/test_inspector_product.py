@@ -300,6 +300,8 @@ def test_the_tree_shows_the_latest_path_and_every_other_branch(page: Page, serve
     branch.find_element("css selector", "summary").click()
     page.wait(lambda _: tree_rows(page, '.tree-branches > details[data-leaf-id="a1"] > ol.tree-path') == ["a1"])
     assert "Steer west past the lighthouse" in page.css('.tree-branches li.tree-row[data-message-id="a1"]').text
+    # Long lines end in an ellipsis: the panel never scrolls sideways
+    assert page.js("const pane = document.querySelector('.side-pane'); return pane.scrollWidth - pane.clientWidth") <= 0
     # A row leads to its message in the conversation
     page.css('.tree-branches li.tree-row[data-message-id="a1"] a.tree-id').click()
     page.css('article[data-message-id="a1"].highlight')
@@ -362,6 +364,7 @@ def test_the_tree_of_thousands_of_messages_loads_by_pages(page: Page, server: Se
     branch = page.css('li.tree-row[data-message-id="t10"] .tree-branches > details[data-leaf-id="t11b"]')
     branch.find_element("css selector", "summary").click()
     page.wait(lambda _: tree_rows(page, 'details[data-leaf-id="t11b"] > ol.tree-path') == ["t11b"])
+    assert page.js("const pane = document.querySelector('.side-pane'); return pane.scrollWidth - pane.clientWidth") <= 0
     page.screenshot("tree-thousands")
 
 
