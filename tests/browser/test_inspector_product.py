@@ -397,3 +397,23 @@ def test_the_tree_offers_a_reload_when_the_session_changes(page: Page, server: S
     page.css("#tree-stale").click()
     page.wait(lambda _: tree_rows(page) == ["u1", "a1b", "u2"])
     assert page.all("#tree-stale:not([hidden])") == []
+
+
+def test_a_branch_whose_summary_swallows_its_branch_point_is_shown_whole(page: Page, server: Server) -> None:
+    sid = server.create_session("Summary across a branch point")
+    server.manager.append_all(sid, [text(f"c{i}", ("user", "assistant")[i % 2], f"Step {i}") for i in range(1, 4)])
+    server.manager.append(sid, text("c4b", "assistant", "Another step 4"), "c3")
+    server.manager.append(sid, text("c5b", "user", "Another step 5"))
+    server.manager.append(sid, text("c4", "assistant", "Step 4"), "c3")
+    server.manager.append_all(sid, [text("c5", "user", "Step 5"), text("c6", "assistant", "Step 6")])
+    server.manager.add_compaction(sid, "Steps two to the other four.", "c2", "c4b")  # applies on the c5b path only
+    page.open(f"/sessions/{sid}")
+    open_tree(page)
+    page.wait(lambda _: tree_rows(page) == ["c1", "c2", "c3", "c4", "c5", "c6"])
+    branch = page.css('li.tree-row[data-message-id="c3"] .tree-branches > details[data-leaf-id="c5b"]')
+    branch.find_element("css selector", "summary").click()
+    scope = 'details[data-leaf-id="c5b"] > ol.tree-path'
+    page.wait(lambda _: len(tree_rows(page, scope)) == 3)
+    rows = tree_rows(page, scope)
+    assert rows[0] == "c1" and rows[1].startswith("compaction_") and rows[2] == "c5b"
+    assert "c3 is inside a compaction summary on this path" in branch.text

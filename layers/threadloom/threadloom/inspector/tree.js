@@ -126,7 +126,7 @@ export class TreeView {
       status,
       more,
     );
-    const state = { cursor: null, started: after === null, shown: new Set(), loaded: false, count: 0 };
+    const state = { cursor: null, started: after === null, shown: new Set(), loaded: false, count: 0, skipped: [] };
     const onPath = this.pointsOn(leafId);
     onPath.delete(after); // where this branch leaves its parent path
 
@@ -142,7 +142,10 @@ export class TreeView {
           for (const message of page.messages) {
             if (!state.started) {
               const overlay = isOverlay(message) ? this.compactions.get(message.id.slice(COMPACTION_PREFIX.length)) : null;
-              if (message.id === after || (overlay && overlay.toMessageId === after)) state.started = true;
+              if (message.id === after || (overlay && overlay.toMessageId === after)) {
+                state.started = true;
+                state.skipped = [];
+              } else state.skipped.push(message);
               continue;
             }
             list.append(this.row(message, onPath, leafId));
@@ -151,8 +154,19 @@ export class TreeView {
             state.count++;
           }
         } while (state.cursor && (!state.started || shownThisCall === 0));
-        if (!state.started) status.textContent = `The branch point ${after} is not on this path as read (it may lie inside a compaction summary).`;
-        else status.textContent = state.cursor ? `${fmtNumber(state.count)} messages shown; more follow.` : `${fmtNumber(state.count)} message${state.count === 1 ? "" : "s"} on this branch.`;
+        if (!state.started) {
+          // The branch point is inside a compaction summary that this branch's path reads through
+          // (the summarized range runs past it into this branch): show the whole path instead.
+          state.started = true;
+          for (const message of state.skipped) {
+            list.append(this.row(message, onPath, leafId));
+            state.shown.add(message.id);
+            state.count++;
+          }
+          state.skipped = [];
+          list.before(h("p", { class: "notice-inline small warn" }, `${after} is inside a compaction summary on this path: the whole path is shown.`));
+        }
+        status.textContent = state.cursor ? `${fmtNumber(state.count)} messages shown; more follow.` : `${fmtNumber(state.count)} message${state.count === 1 ? "" : "s"} on this branch.`;
         more.hidden = !state.cursor;
         this.showUnseen(hidden, onPath, state.shown, !state.cursor, leafId);
       } catch (caught) {
