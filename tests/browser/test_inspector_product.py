@@ -324,6 +324,7 @@ def test_a_branch_point_inside_a_compaction_overlay_is_in_the_tree(
     page.css('article[data-message-id="c8"]')
     assert page.all(".branch-switch") == []
     page.text_appears(".conv-info", "the Tree tab shows every branch")
+    page.text_appears(".conv-info", "a branch point (c3) inside a compaction summary, so no switcher here")
     open_tree(page)
     page.wait(lambda _: len(tree_rows(page)) == 5, message="c1, the summary, c6, c7, c8")
     rows = tree_rows(page)
