@@ -41,11 +41,12 @@ CHROMIUM_FLAGS = (
     "--window-size=1280,800",
 )
 # Compaction after 3,000 tokens with a short protected tail, so flows can watch the meter fill.
+# The skills block has no description, as in docs/examples/quick-compaction.yaml.
 PROFILE = """
 blocks:
   - {label: soul, kind: static, description: Who you are, content: You are a ship's navigator.}
   - {label: memory, kind: writable, description: Facts learned about the user, max_tokens: 200}
-  - {label: skills, kind: skills, description: Skills you can load on demand}
+  - {label: skills, kind: skills}
 compaction: {threshold: 3000, protect_head: 1, tail_token_budget: 40, min_tail_messages: 2}
 searchable_history: history
 """

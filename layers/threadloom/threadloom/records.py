@@ -78,6 +78,21 @@ class SessionInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class SessionOverview:
+    """What a list of sessions shows beside the registry row: the latest path's length and its last words.
+
+    ``message_count`` is the number of stored messages from the root to the latest leaf (the leaf's
+    stored depth plus one: O(1), overlays not applied); ``preview`` the start of the leaf's first
+    non-empty text part, and ``preview_role`` its role. A session without messages has no overview.
+    """
+
+    session_id: str
+    message_count: int
+    preview_role: str
+    preview: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class StoredCompaction:
     """A compaction overlay row; overlays are applied at read time, originals are never deleted."""
 

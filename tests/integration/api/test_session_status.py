@@ -98,6 +98,7 @@ def test_a_request_is_followed_from_queued_through_running_to_done(
         "tokenEstimate": before["tokenEstimate"],
         "tokenThreshold": 100_000,
         "compaction": None,
+        "idleReason": None,
     }
 
     status, accepted = call("POST", f"/sessions/{sid}/compact")

@@ -6,7 +6,7 @@ with these, and Powertools validates both directions.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -17,9 +17,13 @@ from threadloom.records import (  # noqa: TC001
     ContextBlock,
     SearchResult,
     SessionInfo,
+    SessionOverview,
     StoredCompaction,
     TrackedCompaction,
 )
+
+if TYPE_CHECKING:
+    from threadloom.live.status import IdleReason
 
 Id = Annotated[
     str,
@@ -112,8 +116,32 @@ class SessionOut(ApiModel):
         )
 
 
+class SessionListItem(SessionOut):
+    """A session as the list shows it: the registry row, the latest path's length and its last words.
+
+    ``message_count`` counts the stored messages from the root to the latest leaf (0 without messages);
+    ``preview`` is the start (at most 160 characters) of the leaf's first non-empty text part, said by
+    ``preview_role``. Both are null when the store cannot tell.
+    """
+
+    message_count: int | None = None
+    preview: str | None = None
+    preview_role: str | None = None
+
+    @classmethod
+    def of_overview(cls, info: SessionInfo, overview: SessionOverview | None, *, known: bool) -> SessionListItem:
+        base = SessionOut.of(info).model_dump()
+        if not known:
+            return cls(**base)
+        if overview is None:
+            return cls(**base, message_count=0)
+        return cls(
+            **base, message_count=overview.message_count, preview=overview.preview, preview_role=overview.preview_role
+        )
+
+
 class SessionPage(ApiModel):
-    sessions: list[SessionOut]
+    sessions: list[SessionListItem]
     next_cursor: str | None = None
 
 
@@ -351,14 +379,31 @@ class CompactionRequestOut(ApiModel):
         )
 
 
+class IdleReasonOut(ApiModel):
+    """Why a session over its compaction threshold is ``idle``: a stable ``code`` and a sentence for people."""
+
+    code: Literal[
+        "nothing_to_summarize", "compaction_failed", "compaction_queued", "still_over_after_compaction", "not_requested"
+    ]
+    message: str
+
+    @classmethod
+    def of(cls, reason: IdleReason | None) -> IdleReasonOut | None:
+        return None if reason is None else cls(code=reason.code, message=reason.message)
+
+
 class SessionStatusOut(ApiModel):
-    """The live figures of a session (as the WebSocket ``session_status`` event) and its latest compaction request."""
+    """The live figures of a session (as the WebSocket ``session_status`` event) and its latest compaction request.
+
+    ``idle_reason`` is set only while the estimate exceeds the threshold and nothing is compacting.
+    """
 
     session_id: str
     phase: Literal["idle", "compacting"]
     token_estimate: int
     token_threshold: int | None
     compaction: CompactionRequestOut | None
+    idle_reason: IdleReasonOut | None = None
 
 
 # ----------------------------------------------------------------- context

@@ -23,7 +23,15 @@ if TYPE_CHECKING:
     from threadloom.compaction.function import CompactFunction
     from threadloom.compaction.queue import CompactionQueue
     from threadloom.providers.protocols import BlockRead, ContextProvider, WritableContextProvider
-    from threadloom.records import AppendResult, Message, SearchResult, SessionInfo, StoredCompaction, TokenCountInput
+    from threadloom.records import (
+        AppendResult,
+        Message,
+        SearchResult,
+        SessionInfo,
+        SessionOverview,
+        StoredCompaction,
+        TokenCountInput,
+    )
     from threadloom.tools.base import Tool
 
 HISTORY_BLOCK_DESCRIPTION = "Cross-session conversation history"
@@ -306,6 +314,15 @@ class SessionManager:
         ``fit(sessions)`` may cut the page shorter (how many to keep, e.g. by response bytes).
         """
         return self._registry.list_page(limit=limit, cursor=cursor, fit=fit)  # type: ignore[no-any-return]
+
+    def overviews(
+        self, session_ids: builtins.list[str], *, preview_chars: int = 160
+    ) -> dict[str, SessionOverview] | None:
+        """Message count and preview of the given sessions that have messages; None when the registry cannot tell."""
+        overviews = getattr(self._registry, "overviews", None)
+        if not callable(overviews):
+            return None
+        return overviews(session_ids, preview_chars=preview_chars)  # type: ignore[no-any-return]
 
     def count(self) -> int:
         return self._registry.count()  # type: ignore[no-any-return]

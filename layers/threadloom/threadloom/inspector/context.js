@@ -3,7 +3,7 @@
 
 import { api } from "./api.js";
 import { diffLines } from "./diff.js";
-import { clear, fmtNumber, h, usageBar } from "./dom.js";
+import { append, clear, fmtNumber, h, usageBar } from "./dom.js";
 import { busy, errorBox, notify, showError } from "./ui.js";
 
 function kindTags(block) {
@@ -53,12 +53,13 @@ function breakdown(win) {
 function blockCard(block, ctx, error, reload) {
   const card = h("section", { class: "card block", dataset: { label: block.label }, "aria-labelledby": `block-${block.label}` });
   const editable = block.writable && !block.isSkill && !block.isSearchable;
-  card.append(
+  // append() from dom.js skips null; Element.append would print it as the text "null".
+  append(card, [
     h("div", { class: "block-head" }, h("h3", { id: `block-${block.label}` }, block.label), ...kindTags(block)),
-    block.description ? h("p", { class: "muted small" }, block.description) : null,
+    block.description ? h("p", { class: "muted small block-description" }, block.description) : null,
     usageBar(block.tokens, block.maxTokens, { label: block.label }),
     h("pre", { class: "block-content" }, block.content || "(empty)"),
-  );
+  ]);
   if (!editable) return card;
   const textarea = h("textarea", { name: "content", rows: 4, "aria-label": `New content for ${block.label}` }, block.content);
   const mode = h("select", { name: "mode", "aria-label": "How to write" }, h("option", { value: "replace" }, "Replace the content"), h("option", { value: "append" }, "Append to the content"));
@@ -177,7 +178,7 @@ export function renderPrompt(panel, ctx) {
         return;
       }
       const { list, changed } = diffView(win.frozenPrompt, win.freshPrompt);
-      body.append(
+      append(body, [
         h(
           "p",
           { class: changed ? "notice-inline warn" : "notice-inline ok", id: "prompt-state" },
@@ -190,7 +191,7 @@ export function renderPrompt(panel, ctx) {
           h("section", { class: "card" }, h("h3", {}, "Frozen (sent to the model)"), h("pre", { class: "prompt", id: "frozen-prompt" }, win.frozenPrompt)),
           h("section", { class: "card" }, h("h3", {}, "Fresh render"), h("pre", { class: "prompt", id: "fresh-prompt" }, win.freshPrompt)),
         ),
-      );
+      ]);
     } catch (caught) {
       showError(error, caught, "Could not load the system prompt");
     }

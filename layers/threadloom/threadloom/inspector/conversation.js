@@ -10,6 +10,13 @@ const CHUNK = 40; // messages per rendered chunk
 const PAGE = 200; // messages per history request (the API's maximum page)
 const ESTIMATED_HEIGHT = 120; // px per message before anything was measured
 
+/** The ids of the branch points on the path to `leafId`: one of their children has it as its latest leaf. */
+function pointsOnPath(points, leafId) {
+  return points.branchPoints
+    .filter((point) => point.parentId !== null && point.children.some((child) => child.leafId === leafId))
+    .map((point) => point.parentId);
+}
+
 export class Conversation {
   constructor(root, sessionId, { focusMessageId = null } = {}) {
     this.root = root;
@@ -96,12 +103,14 @@ export class Conversation {
     this.cursor = first.nextCursor || null;
     this.latestLeafId = latest.message ? latest.message.id : null;
     this.branches = new Map();
+    this.pointsOnPath = null; // set below: branch points of this path (see hiddenBranchPoints)
     for (const point of points.branchPoints) {
       point.children.forEach((child, index) => {
         this.branches.set(child.id, { parentId: point.parentId, index, siblings: point.children });
       });
     }
     this.compactions = new Map(compactions.compactions.map((c) => [c.id, c]));
+    this.pointsOnPath = pointsOnPath(points, this.pathLeafId);
     this.loading = null;
     this.staleButton.hidden = true;
     this.buildChunks();
@@ -190,7 +199,9 @@ export class Conversation {
     this.total += added.length;
     this.pathLeafId = newLeaf;
     this.latestLeafId = newLeaf;
+    this.pointsOnPath = pointsOnPath(points, newLeaf);
     this.branches = new Map();
+    this.pointsOnPath = null; // set below: branch points of this path (see hiddenBranchPoints)
     for (const point of points.branchPoints) {
       point.children.forEach((child, index) => this.branches.set(child.id, { parentId: point.parentId, index, siblings: point.children }));
     }
@@ -234,9 +245,19 @@ export class Conversation {
     this.info.textContent =
       `${fmtNumber(this.total)} message${this.total === 1 ? "" : "s"} from the root to ` +
       (latest ? "the latest leaf" : `message ${this.pathLeafId} (not the latest leaf)`) +
-      (this.branches.size ? `; the tree branches at ${new Set([...this.branches.values()].map((b) => b.parentId)).size} message(s)` : "") +
+      (this.branches.size ? `; the tree branches at ${new Set([...this.branches.values()].map((b) => b.parentId)).size} message(s) (the Tree tab shows every branch)` : "") +
       (overlays ? `; ${overlays} compaction summar${overlays === 1 ? "y" : "ies"} in the first page` : "") +
+      this.hiddenBranchPoints() +
       ".";
+  }
+
+  /** Words for the branch points of this path that no message shows (inside a compaction summary). */
+  hiddenBranchPoints() {
+    if (!this.pointsOnPath || this.messages.length < this.total) return ""; // known once the path is read
+    const shown = new Set(this.messages.map((message) => message.id));
+    const hidden = this.pointsOnPath.filter((id) => !shown.has(id));
+    if (!hidden.length) return "";
+    return `; ${hidden.length === 1 ? "a branch point" : `${hidden.length} branch points`} (${hidden.join(", ")}) inside a compaction summary, so no switcher here: the Tree tab shows ${hidden.length === 1 ? "its" : "their"} branches`;
   }
 
   // ------------------------------------------------------------------ chunks (virtualized rendering)
@@ -323,6 +344,7 @@ export class Conversation {
           this.messages.push(...page.messages);
           this.cursor = page.nextCursor || null;
           this.info.dataset.loaded = String(this.messages.length);
+          if (!this.cursor) this.describePath(); // the whole path is read: hidden branch points are known
         });
         this.loading.finally(() => {
           this.loading = null;
@@ -386,12 +408,18 @@ export class Conversation {
         "aria-label": `${overlay ? "Compaction summary" : message.role} message ${index + 1} of ${this.total}`,
         dataset: { index: String(index), messageId: message.id },
       },
-      h("header", { class: "msg-head" }, h("span", { class: "msg-pos muted small" }, `#${index + 1}`), ...messageMeta(message), ...badges, this.branchSwitcher(message, index), this.messageActions(message)),
+      h("header", { class: "msg-head" }, h("span", { class: "msg-pos muted small" }, `#${index + 1}`), ...messageMeta(message, overlay ? { createdAt: this.overlayStoredAt(message) } : {}), ...badges, this.branchSwitcher(message, index), this.messageActions(message)),
     );
     if (overlay) article.append(...this.renderOverlay(message));
     else article.append(h("div", { class: "msg-body" }, ...renderParts(message)));
     article.append(rawJson(message));
     return article;
+  }
+
+  /** When the overlay was stored (the summary message itself carries the time it was read), or null. */
+  overlayStoredAt(message) {
+    const stored = this.compactions.get(message.id.slice(COMPACTION_PREFIX.length));
+    return stored ? stored.createdAt : null;
   }
 
   messageActions(message) {

@@ -37,6 +37,27 @@ const numberFormat = new Intl.NumberFormat("en");
 export const fmtNumber = (n) => numberFormat.format(Number(n) || 0);
 export const fmtCost = (n) => `$${(Number(n) || 0).toFixed(4)}`;
 
+/** True when a client posted usage for the session (the API keeps zeros until one does). */
+export const usageKnown = (session) =>
+  Number(session.inputTokens) > 0 || Number(session.outputTokens) > 0 || Number(session.estimatedCost) > 0;
+
+const NOT_REPORTED_TITLE = "No client posted usage for this session (POST /sessions/{id}/usage), so it is unknown, not zero.";
+
+/** Tokens as a number, or "not reported" when no usage was posted (unknown is not 0). */
+export function tokensOrUnknown(session, value) {
+  if (!usageKnown(session)) return h("span", { class: "unknown muted", title: NOT_REPORTED_TITLE }, "unknown");
+  return fmtNumber(value);
+}
+
+/** The cost, or "not reported" when none was posted (tokens alone carry no price). */
+export function costOrUnknown(session) {
+  if (!(Number(session.estimatedCost) > 0)) {
+    const title = usageKnown(session) ? "Usage was posted without a cost: the price is unknown." : NOT_REPORTED_TITLE;
+    return h("span", { class: "unknown muted", title }, "unknown");
+  }
+  return fmtCost(session.estimatedCost);
+}
+
 export function fmtDate(iso) {
   if (!iso) return "";
   const date = new Date(iso);

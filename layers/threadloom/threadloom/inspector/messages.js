@@ -1,6 +1,7 @@
 // How one message reads: text, reasoning, tool calls with input and output, files, raw JSON on demand.
 
 import { h, timeEl } from "./dom.js";
+import { renderMarkdown } from "./markdown.js";
 
 export const COMPACTION_PREFIX = "compaction_";
 export const isOverlay = (message) => typeof message.id === "string" && message.id.startsWith(COMPACTION_PREFIX);
@@ -29,10 +30,10 @@ const isToolPart = (type) => typeof type === "string" && (type.startsWith("tool-
 function renderPart(part) {
   if (!part || typeof part !== "object") return h("pre", { class: "part-unknown" }, json(part));
   const type = part.type;
-  if (type === "text") return h("div", { class: "part-text" }, String(part.text ?? ""));
+  if (type === "text") return h("div", { class: "part-text markdown" }, renderMarkdown(part.text));
   if (type === "reasoning") {
     const text = String(part.text ?? part.reasoning ?? "");
-    return h("details", { class: "part-reasoning" }, h("summary", {}, `Reasoning (${text.length} characters)`), h("div", { class: "part-text" }, text));
+    return h("details", { class: "part-reasoning" }, h("summary", {}, `Reasoning (${text.length} characters)`), h("div", { class: "part-text markdown" }, renderMarkdown(text)));
   }
   if (isToolPart(type)) {
     const name = type === "dynamic-tool" ? part.toolName || "tool" : type.slice(5);
@@ -72,11 +73,14 @@ export function renderParts(message) {
 /** The raw stored JSON, behind a disclosure. */
 export const rawJson = (message) => h("details", { class: "raw" }, h("summary", {}, "Raw JSON"), h("pre", {}, json(message)));
 
-/** A compact header: role, id, time. */
-export function messageMeta(message) {
+/**
+ * A compact header: role, id, time. `createdAt` overrides the message's own time: an overlay's
+ * summary is stamped when it is read, so its card shows when the overlay was stored instead.
+ */
+export function messageMeta(message, { createdAt = message.createdAt } = {}) {
   return [
     h("span", { class: `role role-${message.role}` }, message.role),
     h("code", { class: "msg-id", title: "Message id" }, message.id),
-    message.createdAt ? timeEl(message.createdAt) : null,
+    createdAt ? timeEl(createdAt) : null,
   ];
 }

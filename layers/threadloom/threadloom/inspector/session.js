@@ -4,14 +4,16 @@ import { renderActions } from "./actions.js";
 import { api, describe } from "./api.js";
 import { renderContext, renderPrompt } from "./context.js";
 import { Conversation } from "./conversation.js";
-import { clear, fmtCost, fmtNumber, h, timeEl } from "./dom.js";
+import { clear, costOrUnknown, fmtNumber, h, timeEl, tokensOrUnknown, usageKnown } from "./dom.js";
 import { watchSession } from "./live.js";
 import { busy, confirmAction, errorBox, notify, showError } from "./ui.js";
 import { sessionLink } from "./sessions.js";
+import { TreeView } from "./tree.js";
 
 const TABS = [
   ["context", "Context"],
   ["prompt", "Prompt"],
+  ["tree", "Tree"],
   ["actions", "Actions"],
 ];
 
@@ -60,8 +62,8 @@ export async function renderSession(root, sessionId, focusMessageId) {
         fact("Id", h("code", {}, session.id)),
         fact("Created", timeEl(session.createdAt)),
         fact("Last activity", timeEl(session.updatedAt)),
-        fact("Tokens in / out", `${fmtNumber(session.inputTokens)} / ${fmtNumber(session.outputTokens)}`),
-        fact("Cost", fmtCost(session.estimatedCost)),
+        fact("Tokens in / out", usageKnown(session) ? h("span", {}, tokensOrUnknown(session, session.inputTokens), " / ", tokensOrUnknown(session, session.outputTokens)) : tokensOrUnknown(session, 0)),
+        fact("Cost", costOrUnknown(session)),
         fact("Model", session.model),
         fact("Source", session.source),
         fact("Forked from", session.parentSessionId ? sessionLink(session.parentSessionId) : null),
@@ -165,6 +167,10 @@ export async function renderSession(root, sessionId, focusMessageId) {
       if (key === "context") refreshers.context = renderContext(panels.context, context);
       if (key === "prompt") refreshers.prompt = renderPrompt(panels.prompt, context);
       if (key === "actions") renderActions(panels.actions, context);
+      if (key === "tree") {
+        const tree = new TreeView(panels.tree, context);
+        refreshers.tree = () => tree.markStale();
+      }
     }
   }
   select("context");
@@ -175,7 +181,27 @@ export async function renderSession(root, sessionId, focusMessageId) {
   const phase = h("span", { class: "phase", id: "compaction-phase" }, "idle");
   const channel = h("span", { class: "channel muted small", id: "live-channel" }, "connecting…");
   const lastCompaction = h("span", { class: "muted small", id: "last-compaction" });
-  meter.append(h("div", { class: "meter-row" }, meterLabel, h("span", { class: "row" }, lastCompaction, channel, phase)), meterBar);
+  const idleNote = h("p", { class: "idle-reason notice-inline warn", id: "idle-reason", role: "status", hidden: true });
+  meter.append(h("div", { class: "meter-row" }, meterLabel, h("span", { class: "row" }, lastCompaction, channel, phase)), meterBar, idleNote);
+
+  // Why a session over its threshold sits idle: the status endpoint says so (`idleReason`); a
+  // WebSocket event carries only the figures, so then the endpoint is asked once per such event.
+  let idleAsked = 0;
+  function showIdleReason(reason) {
+    idleNote.hidden = !reason;
+    idleNote.textContent = reason ? `Not compacting: ${reason.message}` : "";
+    if (reason) idleNote.dataset.code = reason.code;
+    else delete idleNote.dataset.code;
+  }
+  async function askIdleReason() {
+    const asked = ++idleAsked;
+    try {
+      const status = await api.status(sessionId);
+      if (asked === idleAsked) showIdleReason(status.idleReason || null);
+    } catch {
+      // The meter still shows the figures; the reason is a courtesy.
+    }
+  }
 
   let refreshTimer = 0;
   const stop = watchSession(sessionId, {
@@ -204,6 +230,17 @@ export async function renderSession(root, sessionId, focusMessageId) {
         phase.textContent = status.phase === "compacting" ? "compacting…" : "idle";
         phase.className = `phase phase-${status.phase}`;
       }
+      if (typeof status.tokenEstimate === "number") {
+        const over = typeof status.tokenThreshold === "number" && status.tokenEstimate > status.tokenThreshold;
+        if ("idleReason" in status) {
+          idleAsked++;
+          showIdleReason(status.idleReason);
+        } else if (over && status.phase !== "compacting") askIdleReason();
+        else {
+          idleAsked++;
+          showIdleReason(null);
+        }
+      }
       if (status.compacted) lastCompaction.textContent = `Last compaction: ${fmtNumber(status.compacted.tokensBefore || 0)} tokens before`;
       const request = status.latestRequest || status.compaction;
       if (request && request.state) lastCompaction.textContent = `Last compaction request: ${request.state.replaceAll("_", " ")}${request.error ? ` (${request.error})` : ""}`;
@@ -216,6 +253,7 @@ export async function renderSession(root, sessionId, focusMessageId) {
         conversation.refresh();
         context.refreshSession();
         if (current === "context") context.refreshContext();
+        if (refreshers.tree) refreshers.tree();
       }, 250);
     },
   });

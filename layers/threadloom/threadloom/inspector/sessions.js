@@ -1,7 +1,7 @@
 // The sessions list (newest activity first, paged, filtered by name) and cross-session search.
 
 import { api, describe } from "./api.js";
-import { clear, fmtCost, fmtNumber, h, timeEl } from "./dom.js";
+import { clear, costOrUnknown, fmtNumber, h, timeEl, tokensOrUnknown } from "./dom.js";
 import { busy, confirmAction, errorBox, notify, showError } from "./ui.js";
 
 const PAGE = 50;
@@ -40,6 +40,7 @@ export async function renderSessions(root, initialFilter = "") {
         "tr",
         {},
         h("th", { scope: "col" }, "Name"),
+        h("th", { scope: "col", class: "num" }, "Messages"),
         h("th", { scope: "col" }, "Last activity"),
         h("th", { scope: "col", class: "num" }, "Input tokens"),
         h("th", { scope: "col", class: "num" }, "Output tokens"),
@@ -78,7 +79,7 @@ export async function renderSessions(root, initialFilter = "") {
   }
 
   function row(session) {
-    const nameCell = h("td", { class: "name" }, sessionLink(session.id, session.name || "(unnamed)"));
+    const nameCell = h("td", { class: "name" }, sessionLink(session.id, session.name || "(unnamed)"), preview(session));
     const renameButton = h("button", { type: "button", class: "link", "aria-label": `Rename ${session.name || session.id}` }, "Rename");
     const deleteButton = h("button", { type: "button", class: "link danger", "aria-label": `Delete ${session.name || session.id}` }, "Delete");
     renameButton.addEventListener("click", () => startRename(session, nameCell));
@@ -97,13 +98,21 @@ export async function renderSessions(root, initialFilter = "") {
       "tr",
       { dataset: { sessionId: session.id } },
       nameCell,
+      h("td", { class: "num message-count" }, typeof session.messageCount === "number" ? fmtNumber(session.messageCount) : h("span", { class: "muted", title: "This server does not say" }, "—")),
       h("td", {}, timeEl(session.updatedAt)),
-      h("td", { class: "num" }, fmtNumber(session.inputTokens)),
-      h("td", { class: "num" }, fmtNumber(session.outputTokens)),
-      h("td", { class: "num" }, fmtCost(session.estimatedCost)),
+      h("td", { class: "num" }, tokensOrUnknown(session, session.inputTokens)),
+      h("td", { class: "num" }, tokensOrUnknown(session, session.outputTokens)),
+      h("td", { class: "num" }, costOrUnknown(session)),
       h("td", {}, parent ? sessionLink(parent, names.get(parent) || parent.slice(0, 8)) : h("span", { class: "muted" }, "—")),
       h("td", { class: "actions" }, renameButton, deleteButton),
     );
+  }
+
+  /** The latest leaf's words under the name (text only: the list never renders a message's markup). */
+  function preview(session) {
+    if (session.messageCount === 0) return h("div", { class: "preview muted small" }, "No messages yet");
+    if (!session.preview) return null;
+    return h("div", { class: "preview muted small", title: session.preview }, h("span", { class: "preview-role" }, `${session.previewRole}: `), session.preview);
   }
 
   function startRename(session, cell) {
@@ -134,7 +143,7 @@ export async function renderSessions(root, initialFilter = "") {
     const rows = visible();
     for (const session of rows) body.append(row(session));
     if (!rows.length) {
-      body.append(h("tr", {}, h("td", { colspan: 7, class: "empty" }, loaded.length ? "No session matches the filter." : "No sessions yet: create one above.")));
+      body.append(h("tr", {}, h("td", { colspan: 8, class: "empty" }, loaded.length ? "No session matches the filter." : "No sessions yet: create one above.")));
     }
     count.textContent = `${rows.length} of ${loaded.length} loaded session${loaded.length === 1 ? "" : "s"}${cursor ? " (more available)" : ""}.`;
     more.hidden = !cursor;

@@ -3,12 +3,15 @@
 The ``subscribed`` reply and ``GET /sessions/{id}/status`` both start from ``status_report`` so a
 client sees the same figures whichever way it asks. The phase is ``compacting`` while this process
 compacts the session or while its latest tracked request is ``running`` (in a worker elsewhere).
+``idle_reason`` says why a session over its threshold is ``idle`` (a red meter with no compaction
+under way needs words, not a guess).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from threadloom.errors import NotFoundError
 from threadloom.live.events import SessionStatus, error, subscribed
@@ -56,6 +59,57 @@ def subscribe_reply(manager: SessionManager, session_id: str) -> SubscribedEvent
         return error(str(exc))
 
 
+IdleReasonCode = Literal[
+    "nothing_to_summarize", "compaction_failed", "compaction_queued", "still_over_after_compaction", "not_requested"
+]
+
+
+@dataclass(frozen=True, slots=True)
+class IdleReason:
+    """Why a session whose estimate exceeds its threshold is not compacting: a code and a sentence."""
+
+    code: IdleReasonCode
+    message: str
+
+
+def idle_reason(status: SessionStatus, latest: TrackedCompaction | None) -> IdleReason | None:
+    """Why the session is idle over its threshold; None when it is under it, compacting or has none."""
+    threshold = status.token_threshold
+    if status.phase != "idle" or threshold is None or status.token_estimate <= threshold:
+        return None
+    over = f"The estimate ({status.token_estimate:,} tokens) is over the compaction threshold ({threshold:,})"
+    if latest is None:
+        return IdleReason(
+            "not_requested",
+            f"{over}, but no compaction was requested: the next append over the threshold "
+            "(or POST /compact) asks for one.",
+        )
+    leaf = f" for leaf {latest.leaf_id!r}" if latest.leaf_id else ""
+    if latest.state == "nothing_to_summarize":
+        return IdleReason(
+            "nothing_to_summarize",
+            f"{over}, but the last compaction{leaf} found nothing to summarize: outside the protected head and "
+            "tail there are only earlier summaries, or too few messages. It tries again when an append moves "
+            "older messages out of the protected tail.",
+        )
+    if latest.state == "failed":
+        return IdleReason(
+            "compaction_failed",
+            f"{over}, but the last compaction{leaf} failed: {latest.error or 'no error was recorded'}. "
+            "POST /compact asks for it again.",
+        )
+    if latest.state in ("queued", "running"):
+        return IdleReason(
+            "compaction_queued",
+            f"{over}; a compaction{leaf} was requested at {latest.requested_at} and waits for the worker.",
+        )
+    return IdleReason(
+        "still_over_after_compaction",
+        f"{over} even after the last compaction{leaf}: the summary with the protected head and tail is that "
+        "large. It tries again when an append moves older messages out of the protected tail.",
+    )
+
+
 def _running(request: TrackedCompaction | None) -> bool:
     if request is None or request.state != "running" or request.started_at is None:
         return False
@@ -63,4 +117,13 @@ def _running(request: TrackedCompaction | None) -> bool:
     return datetime.now(UTC) - started < RUNNING_FOR_AT_MOST
 
 
-__all__ = ["RUNNING_FOR_AT_MOST", "current_status", "latest_request", "status_report", "subscribe_reply"]
+__all__ = [
+    "RUNNING_FOR_AT_MOST",
+    "IdleReason",
+    "IdleReasonCode",
+    "current_status",
+    "idle_reason",
+    "latest_request",
+    "status_report",
+    "subscribe_reply",
+]

@@ -119,6 +119,7 @@ class SqlDialect:
     count_sessions: ClassVar[str]
     list_sessions: ClassVar[str]
     list_sessions_after: ClassVar[str]
+    session_overviews: ClassVar[str]
     rename_session: ClassVar[str]
     touch_session: ClassVar[str]
     add_usage: ClassVar[str]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import TYPE_CHECKING
 
 from threadloom.core.limits import DEFAULT_LIMITS, Limits, check_text
 from threadloom.errors import ValidationError
 from threadloom.providers.protocols import BlockRead
-from threadloom.records import SearchResult, SessionInfo
+from threadloom.records import SearchResult, SessionInfo, SessionOverview
 from threadloom.storage.database import to_timestamp_text, utc_now
 
 if TYPE_CHECKING:
@@ -96,6 +97,24 @@ class SqlSessionRegistry:
             rows, sessions = rows[:kept], sessions[:kept]
         next_cursor = f"{rows[-1][11]}:{rows[-1][0]}" if more else None
         return sessions, next_cursor
+
+    def overviews(self, session_ids: builtins.list[str], *, preview_chars: int) -> dict[str, SessionOverview]:
+        """Message count and preview of each given session of the namespace that has messages (one statement)."""
+        if not session_ids:
+            return {}
+        rows = self._database.query_once(
+            self._sql.session_overviews,
+            {"namespace": self.namespace, "ids": json.dumps(session_ids), "chars": preview_chars},
+        )
+        return {
+            str(row[0]): SessionOverview(
+                session_id=str(row[0]),
+                message_count=int(row[1]),
+                preview_role=str(row[2]),
+                preview=None if row[3] is None else str(row[3]),
+            )
+            for row in rows
+        }
 
     def count(self) -> int:
         return int(self._database.query_once(self._sql.count_sessions, {"namespace": self.namespace})[0][0])

@@ -14,6 +14,7 @@ from threadloom.api.models import (
     CompactionOut,
     CompactionRequestOut,
     CompactOut,
+    IdleReasonOut,
     OriginalsPage,
     SessionOut,
     SessionStatusOut,
@@ -30,7 +31,7 @@ from threadloom.compaction.markers import COMPACTION_PREFIX
 from threadloom.compaction.queue import CompactionRequest
 from threadloom.compaction.tracking import TrackedCompactionQueue
 from threadloom.errors import NotFoundError, ValidationError
-from threadloom.live.status import status_report
+from threadloom.live.status import idle_reason, status_report
 
 if TYPE_CHECKING:
     from threadloom.compaction.queue import CompactionQueue
@@ -78,6 +79,7 @@ def session_status(manager: SessionManager, session_id: str) -> SessionStatusOut
         token_estimate=status.token_estimate,
         token_threshold=status.token_threshold,
         compaction=CompactionRequestOut.of(latest) if latest is not None else None,
+        idle_reason=IdleReasonOut.of(idle_reason(status, latest)),
     )
 
 

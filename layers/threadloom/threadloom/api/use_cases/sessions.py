@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from threadloom.api.models import (
+    SessionListItem,
     SessionOut,
     SessionPage,
 )
@@ -63,10 +64,23 @@ def list_sessions(manager: SessionManager, limits: Limits, *, limit: int | None,
     budget = item_budget(limits)
 
     def fit(infos: list[SessionInfo]) -> int:
-        return count_within_bytes([SessionOut.of(info) for info in infos], budget, size_of=model_size)
+        return count_within_bytes(
+            [SessionOut.of(info) for info in infos],
+            budget,
+            size_of=lambda model: model_size(model) + OVERVIEW_BYTES,  # the preview is added after the cut
+        )
 
     sessions, next_cursor = manager.list_page(limit=page_size(limit, limits), cursor=cursor or None, fit=fit)
-    return SessionPage(sessions=[SessionOut.of(info) for info in sessions], next_cursor=next_cursor)
+    found = manager.overviews([info.id for info in sessions], preview_chars=PREVIEW_CHARS)
+    items = [
+        SessionListItem.of_overview(info, None if found is None else found.get(info.id), known=found is not None)
+        for info in sessions
+    ]
+    return SessionPage(sessions=items, next_cursor=next_cursor)
+
+
+PREVIEW_CHARS = 160
+OVERVIEW_BYTES = 6 * PREVIEW_CHARS + 96  # the most a list item's count, preview and role add as JSON
 
 
 def get_session(manager: SessionManager, session_id: str) -> SessionOut:

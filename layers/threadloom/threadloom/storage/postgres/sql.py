@@ -290,6 +290,19 @@ class PostgresSql(SqlDialect):
         f"SELECT {_SESSION_COLUMNS} FROM threadloom_sessions WHERE namespace = :namespace "
         "ORDER BY activity_seq DESC, id DESC LIMIT :limit"
     )
+    # The latest leaf's depth and the start of its first non-empty text part, for the given ids (a JSON
+    # array) of the namespace: one indexed row per session, whatever the length of its history.
+    session_overviews = (
+        "SELECT s.id, m.depth + 1, m.role, ("
+        "SELECT left(p.value ->> 'text', CAST(:chars AS integer)) FROM jsonb_array_elements("
+        "CASE WHEN jsonb_typeof(CAST(m.content AS jsonb) -> 'parts') = 'array' "
+        "THEN CAST(m.content AS jsonb) -> 'parts' ELSE '[]'::jsonb END) AS p "
+        "WHERE p.value ->> 'type' = 'text' AND p.value ->> 'text' <> '' LIMIT 1) "
+        "FROM threadloom_sessions AS s "
+        "JOIN threadloom_session_heads AS h ON h.session_id = s.id "
+        "JOIN threadloom_messages AS m ON m.session_id = h.session_id AND m.id = h.leaf_id "
+        "WHERE s.namespace = :namespace AND s.id IN (SELECT jsonb_array_elements_text(CAST(:ids AS jsonb)))"
+    )
     list_sessions_after = (
         f"SELECT {_SESSION_COLUMNS} FROM threadloom_sessions WHERE namespace = :namespace "
         # A row comparison is an index range on (namespace, activity_seq DESC, id DESC): O(page) at any

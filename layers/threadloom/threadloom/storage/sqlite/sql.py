@@ -345,6 +345,17 @@ class SqliteSql(SqlDialect):
         f"SELECT {_SESSION_COLUMNS} FROM threadloom_sessions WHERE namespace = :namespace "
         "ORDER BY activity_seq DESC, id DESC LIMIT :limit"
     )
+    # The latest leaf's depth and the start of its first non-empty text part, for the given ids (a JSON
+    # array) of the namespace: one indexed row per session, whatever the length of its history.
+    session_overviews = (
+        "SELECT s.id, m.depth + 1, m.role, ("
+        "SELECT substr(json_extract(p.value, '$.text'), 1, :chars) FROM json_each(m.content, '$.parts') AS p "
+        "WHERE json_extract(p.value, '$.type') = 'text' AND json_extract(p.value, '$.text') <> '' LIMIT 1) "
+        "FROM threadloom_sessions AS s "
+        "JOIN threadloom_session_heads AS h ON h.session_id = s.id "
+        "JOIN threadloom_messages AS m ON m.session_id = h.session_id AND m.id = h.leaf_id "
+        "WHERE s.namespace = :namespace AND s.id IN (SELECT value FROM json_each(:ids))"
+    )
     list_sessions_after = (
         f"SELECT {_SESSION_COLUMNS} FROM threadloom_sessions WHERE namespace = :namespace "
         # A row comparison is an index range on (namespace, activity_seq DESC, id DESC): O(page) at any
