@@ -168,7 +168,7 @@ class SqlSessionRegistry:
             tx.execute(self._sql.clear_messages, sid)
             tx.execute(self._sql.clear_compactions, sid)
             tx.execute(self._sql.delete_head, sid)
-            tx.execute(self._sql.delete_session_blocks, sid)
+            tx.execute(self._sql.delete_session_blocks, {"namespace": self.namespace, **sid})
             tx.execute(self._sql.clear_loaded_skills, sid)
             tx.execute(self._sql.delete_session_compaction_requests, {"namespace": self.namespace, **sid})
             tx.execute(self._sql.delete_session, {"namespace": self.namespace, "id": session_id})
