@@ -114,12 +114,35 @@ class SqlLifecycleStorage:
     # ----------------------------------------------------------------- writes
 
     def write_sessions(self, namespace: str, snapshots: list[SessionSnapshot]) -> None:
-        """Insert whole sessions, all in one transaction: any failure leaves the database untouched."""
+        """Insert whole sessions, all in one transaction: any failure leaves the database untouched.
+
+        A session never lands on rows already stored under its id (left by a prompt frozen while
+        its session was deleted, say): that is a conflict, answered before any insert, and not a
+        unique-key failure of the database.
+        """
         with self._database.write() as tx:
             for snapshot in snapshots:
                 if tx.query(self._sql.session_namespace, {"id": snapshot.id}):
                     raise ConflictError(f"Session {snapshot.id!r} already exists")
+                if self._rows_remain(tx, namespace, snapshot.id):
+                    raise ConflictError(
+                        f"Session {snapshot.id!r} cannot be imported: rows stored under its id remain "
+                        "(delete the session or import it under another id); nothing was imported"
+                    )
                 self._write_session(tx, namespace, snapshot)
+
+    def _rows_remain(self, tx: Executor, namespace: str, session_id: str) -> bool:
+        sid = {"sid": session_id}
+        return any(
+            tx.query(statement, params)
+            for statement, params in (
+                (self._sql.block_keys, {"namespace": namespace, **sid}),
+                (self._sql.export_head, sid),
+                (self._sql.compaction_ids, sid),
+                (self._sql.get_loaded_skills, sid),
+                (self._sql.message_ids, sid),
+            )
+        )
 
     def _write_session(self, tx: Executor, namespace: str, snapshot: SessionSnapshot) -> None:
         tx.execute(

@@ -292,6 +292,7 @@ class PostgresSql(SqlDialect):
     )
     get_session = f"SELECT {_SESSION_COLUMNS} FROM threadloom_sessions WHERE namespace = :namespace AND id = :id"
     count_sessions = "SELECT COUNT(*) FROM threadloom_sessions WHERE namespace = :namespace"
+    get_setting = "SELECT value FROM threadloom_settings WHERE name = :name"
     list_sessions = (
         f"SELECT {_SESSION_COLUMNS} FROM threadloom_sessions WHERE namespace = :namespace "
         "ORDER BY activity_seq DESC, id DESC LIMIT :limit"
