@@ -193,3 +193,40 @@ def test_leftover_rows_in_the_own_namespace_are_a_clean_conflict_not_a_storage_e
     # and the same leftover in another namespace does not stop B (rows of A's are not B's)
     runtime.store.prompt_store("ghost-2", namespace=A).set_if_absent("A's leftover")
     assert import_as(B, crafted_export("ghost-2", {"_system_prompt_ghost-2": "B's"}))[0] == 200
+
+
+# ------------------------------------------------------------------ the DynamoDB prompt cache
+
+
+def test_the_dynamodb_prompt_cache_keys_every_prompt_by_namespace_and_session(tmp_path: Path) -> None:
+    import boto3
+    from moto import mock_aws
+    from threadloom.api.profile import parse_profile
+    from threadloom.core.limits import DEFAULT_LIMITS
+    from threadloom.errors import ValidationError
+
+    with mock_aws():
+        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+        dynamodb.create_table(
+            TableName="prompts",
+            BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        )
+        runtime = seeded_runtime(tmp_path, prompt_table="prompts")[0]
+        runtime._profile = parse_profile(
+            {"blocks": [{"label": "memory", "kind": "writable"}], "prompt_cache": {"backend": "dynamodb"}}
+        )
+        runtime._managers.clear()
+        # Check: A's and B's prompts are items of their own namespace and session
+        assert import_as(B, crafted_export("b-session", {"memory_b-session": "B's memory"}))[0] == 200
+        assert call("GET", f"/sessions/{SESSION}/system-prompt")[0] == 200
+        assert call("GET", "/sessions/b-session/system-prompt", tenant=B)[0] == 200
+        items = {item["pk"]["S"]: item["prompt"]["S"] for item in dynamodb.scan(TableName="prompts")["Items"]}
+        assert set(items) == {f"{A}#{SESSION}", f"{B}#b-session"}
+        assert "B's memory" in items[f"{B}#b-session"] and "B's memory" not in items[f"{A}#{SESSION}"]
+    # and the key splits one way only: session ids never hold '#', so no tenant's key is another's
+    with pytest.raises(ValidationError):
+        DEFAULT_LIMITS.check_id("b#c", "session id")
+    # Control: were '#' allowed in ids, tenant "a#b" with session "c" and tenant "a" with session "b#c" would meet
+    assert f"{'a#b'}#{'c'}" == f"{'a'}#{'b#c'}"
