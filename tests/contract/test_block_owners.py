@@ -1,7 +1,8 @@
-"""Context-block rows belong to one owner, (namespace, session id), on every backend (migration 0015).
+"""Block rows belong to one owner, (namespace, session id), and keyed session ids are secret, on every backend.
 
 A row is read, written and deleted only through its owner, so the same key in two namespaces or two
-sessions is two rows; the migration gives every row stored by version 14 its owner without loss.
+sessions is two rows; migration 0015 gives every row stored by version 14 its owner without loss.
+Keyed ids are derived with the database's secret (migration 0016); sessions opened before keep theirs.
 """
 
 from __future__ import annotations
@@ -13,20 +14,33 @@ from typing import Any
 
 import pytest
 from threadloom import PostgresStore, SqliteStore
+from threadloom.core.keys import legacy_keyed_session_id
 from threadloom.core.manager import SessionManager
 from threadloom.storage.database import utc_now
 from threadloom.storage.migrations import apply_migrations, load_migrations
 from threadloom.storage.postgres.schema import apply_postgres_migrations, postgres_migrations
+from threadloom.storage.registry import SqlSessionRegistry
 
 BEFORE_OWNERS = 15
+BEFORE_SECRET = 16
 
 
 @pytest.fixture
 def store_at_version_14(backend: str, tmp_path: Path) -> Iterator[Any]:
     """A store whose schema stops before block owners (migration 0015 not applied yet)."""
+    yield from _store_before(BEFORE_OWNERS, backend, tmp_path)
+
+
+@pytest.fixture
+def store_at_version_15(backend: str, tmp_path: Path) -> Iterator[Any]:
+    """A store whose schema stops before the keyed session secret (migration 0016 not applied yet)."""
+    yield from _store_before(BEFORE_SECRET, backend, tmp_path)
+
+
+def _store_before(version: int, backend: str, tmp_path: Path) -> Iterator[Any]:
     if backend == "sqlite":
-        sqlite_store = SqliteStore(str(tmp_path / "v14.db"))
-        older = [m for m in load_migrations(sqlite_store.migrations_package) if m.version < BEFORE_OWNERS]
+        sqlite_store = SqliteStore(str(tmp_path / f"v{version}.db"))
+        older = [m for m in load_migrations(sqlite_store.migrations_package) if m.version < version]
         apply_migrations(
             sqlite_store.database,
             older,
@@ -38,10 +52,10 @@ def store_at_version_14(backend: str, tmp_path: Path) -> Iterator[Any]:
         return
     from tests.support.postgres import create_database, drop_database, url_for
 
-    name = f"threadloom_test_v14_{os.getpid()}"
+    name = f"threadloom_test_v{version}_{os.getpid()}"
     create_database(name)
     postgres_store = PostgresStore(url_for(name))
-    apply_postgres_migrations(postgres_store.database, [m for m in postgres_migrations() if m.version < BEFORE_OWNERS])
+    apply_postgres_migrations(postgres_store.database, [m for m in postgres_migrations() if m.version < version])
     yield postgres_store
     postgres_store.close()
     drop_database(name)
@@ -108,3 +122,25 @@ def test_the_same_key_under_two_owners_is_two_rows(make_store: Any) -> None:
     assert prompt_b.set_if_absent("B frozen") == "B frozen"  # not A's row: its own freeze wins
     prompt_b.delete()
     assert (prompt_a.get(), prompt_b.get()) == ("A frozen", None)
+
+
+def test_sessions_opened_before_the_secret_keep_their_ids_in_their_own_namespace_only(
+    store_at_version_15: Any,
+) -> None:
+    # Given, at version 15: A opened "user-42" (its public id), and B registered A's public id for "user-7"
+    store = store_at_version_15
+    kept = legacy_keyed_session_id("tenant-a", "user-42")
+    squatted = legacy_keyed_session_id("tenant-a", "user-7")
+    SqlSessionRegistry(store.database, store.sql, "tenant-a").create("user-42", session_id=kept)
+    SqlSessionRegistry(store.database, store.sql, "tenant-b").create("squatter", session_id=squatted)
+    # When the store migrates
+    assert BEFORE_SECRET in store.migrate()
+    # Then A's key still opens A's session, and A's other key a new one that is not B's
+    tenant_a = SessionManager(store, namespace="tenant-a")
+    assert tenant_a.open_session("user-42").id == kept
+    assert tenant_a.session_id_for("user-42") == kept
+    fresh = tenant_a.open_session("user-7")
+    assert fresh.id != squatted and fresh.name == "user-7"
+    assert tenant_a.open_session("user-7").id == fresh.id
+    # and a key first opened now gets an id no one computes from the namespace and key alone
+    assert tenant_a.open_session("user-99").id != legacy_keyed_session_id("tenant-a", "user-99")
