@@ -91,7 +91,7 @@ def test_export_then_import_the_upload(tmp_path: Path) -> None:
     assert [message["id"] for message in history["messages"]] == ["m1", "m2", "m3", "m4"]
     # Another tenant cannot take the id, and a damaged upload is a 400 that imports nothing
     taken = call("POST", "/sessions/import", raw=exported, sub="someone-else")
-    assert taken[0] == 409 and "another namespace" in json.loads(taken[2])["error"]["message"]
+    assert taken[0] == 409 and "its id is taken" in json.loads(taken[2])["error"]["message"]
     broken = call("POST", "/sessions/import", raw=exported[:-30], sub="someone-else")
     assert broken[0] == 400 and json.loads(broken[2])["error"]["code"] == "bad_request"
     assert call("GET", f"/sessions/{SESSION}/export", sub="someone-else")[0] == 404

@@ -116,7 +116,7 @@ def test_a_session_present_with_other_content_is_a_conflict(store: Any, tmp_path
 
 def test_a_session_id_of_another_namespace_is_refused(store: Any, tmp_path: Path) -> None:
     _, ids = build_pair(store, tmp_path)
-    with pytest.raises(ConflictError, match="another namespace"):
+    with pytest.raises(ConflictError, match="its id is taken"):
         import_sessions(store.lifecycle(), "tenant-b", io.BytesIO(export_bytes(store, ids)))
 
 

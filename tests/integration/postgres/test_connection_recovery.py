@@ -98,8 +98,8 @@ def test_losing_the_connection_inside_a_transaction_rolls_it_back_and_surfaces(
     store.migrate()
     with pytest.raises(StorageUnavailableError), database.write() as tx:
         tx.execute(
-            "INSERT INTO threadloom_context_blocks (key, session_id, content, updated_at) "
-            "VALUES ('k', NULL, 'v', now())"
+            "INSERT INTO threadloom_context_blocks (namespace, session_id, key, content, updated_at) "
+            "VALUES ('', '', 'k', 'v', now())"
         )
         terminate(admin, backend_pid(store))
         tx.execute("SELECT 1")

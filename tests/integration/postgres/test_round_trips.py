@@ -94,13 +94,17 @@ def test_reads_when_missing_answer_as_the_statements_would_in_one_call_or_one_by
 
     database = runtime.store.database
     runtime.manager("tenant").create("one")
-    database.execute_once(PostgresSql.upsert_block, {"key": "stored", "sid": None, "content": "P", "now": "2026-12-03"})
-    database.execute_once(PostgresSql.upsert_block, {"key": "memory", "sid": None, "content": "M", "now": "2026-12-03"})
-    found, missing = (PostgresSql.get_block, {"key": "stored"}), (PostgresSql.get_block, {"key": "none"})
+    owner = {"namespace": "tenant", "sid": "s"}
+    for key, content in (("stored", "P"), ("memory", "M")):
+        database.execute_once(PostgresSql.upsert_block, {**owner, "key": key, "content": content, "now": "2026-12-03"})
+    found, missing = (
+        (PostgresSql.get_block, {**owner, "key": "stored"}),
+        (PostgresSql.get_block, {**owner, "key": "none"}),
+    )
     reads = [
-        (PostgresSql.get_block, {"key": "memory"}),
+        (PostgresSql.get_block, {**owner, "key": "memory"}),
         (PostgresSql.count_entries, {"scope": "tenant", "label": "knowledge"}),
-        (PostgresSql.get_block, {"key": "absent"}),
+        (PostgresSql.get_block, {**owner, "key": "absent"}),
         (PostgresSql.count_sessions, {"namespace": "tenant"}),
     ]
     each = [database.query_once(sql, params) for sql, params in reads]

@@ -66,7 +66,8 @@ def export_session(runtime: Runtime, tenant: str, session_id: str) -> bytes | Ex
 
 
 def import_file(runtime: Runtime, tenant: str, stream: IO[bytes]) -> ImportOut:
-    report = import_sessions(runtime.store.lifecycle(), tenant, stream, limits=runtime.limits)
+    writable = [block.label for block in runtime.profile.blocks if block.kind == "writable"]
+    report = import_sessions(runtime.store.lifecycle(), tenant, stream, limits=runtime.limits, block_labels=writable)
     logger.info("sessions imported", imported=len(report.imported), unchanged=len(report.unchanged))
     return ImportOut(imported=report.imported, unchanged=report.unchanged, messages=report.messages)
 

@@ -1,13 +1,16 @@
-"""Keys for entries the model writes into keyed blocks (skills, search indexes).
+"""Keys for entries the model writes into keyed blocks (skills, search indexes), and keyed session ids.
 
-The algorithm must match the reference exactly: a model that learned a key in one
+The entry-key algorithm must match the reference exactly: a model that learned a key in one
 process (or in the reference itself) has to hit the same entry everywhere else.
 That is why lengths and hashing work on UTF-16 code units, as JavaScript does.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import re
+import uuid
 
 from threadloom.jscompat import js_trim, utf16_code_units, utf16_slice
 
@@ -68,4 +71,33 @@ def context_entry_key(title: str | None, content: str) -> str:
     return f"{slug}-{stable_hash(content)}"
 
 
-__all__ = ["SLUG_MAX_UNITS", "context_entry_key", "slugify", "stable_hash"]
+LEGACY_KEYED_SESSION_NAMESPACE = uuid.UUID("6f1d2c3e-8a4b-5c6d-9e0f-1a2b3c4d5e6f")
+"""UUIDv5 namespace of the keyed session ids issued before migration 0016 (public, hence predictable)."""
+
+
+def keyed_session_id(secret: str, namespace: str, key: str) -> str:
+    """The id of the session ``key`` names in ``namespace``: HMAC-SHA256 under the deployment's secret.
+
+    Stable across processes, distinct per namespace, and unpredictable without the secret, so
+    no tenant can compute (and take first) the id of another tenant's conversation key. Shaped
+    as a random UUID, like the ids of sessions created without a key.
+    """
+    message = f"{namespace}\n{key}".encode("utf-8", errors="surrogatepass")
+    digest = hmac.new(secret.encode("utf-8"), message, hashlib.sha256).digest()
+    return str(uuid.UUID(bytes=digest[:16], version=4))
+
+
+def legacy_keyed_session_id(namespace: str, key: str) -> str:
+    """The id keyed sessions got before migration 0016; only ever looked up in ``namespace`` itself."""
+    return str(uuid.uuid5(LEGACY_KEYED_SESSION_NAMESPACE, f"{namespace}\n{key}"))
+
+
+__all__ = [
+    "LEGACY_KEYED_SESSION_NAMESPACE",
+    "SLUG_MAX_UNITS",
+    "context_entry_key",
+    "keyed_session_id",
+    "legacy_keyed_session_id",
+    "slugify",
+    "stable_hash",
+]

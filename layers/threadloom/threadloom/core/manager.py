@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any, overload
 
+from threadloom.core.keys import LEGACY_KEYED_SESSION_NAMESPACE
 from threadloom.core.limits import DEFAULT_LIMITS, Limits, check_text
 from threadloom.core.session import Session
 from threadloom.errors import NotFoundError, ValidationError
@@ -37,8 +38,8 @@ if TYPE_CHECKING:
 HISTORY_BLOCK_DESCRIPTION = "Cross-session conversation history"
 SPLIT_SEED_PREFIX = "[Context from previous session]"
 HISTORY_SEARCH_LIMIT = 10
-KEYED_SESSION_NAMESPACE = uuid.UUID("6f1d2c3e-8a4b-5c6d-9e0f-1a2b3c4d5e6f")
-"""UUIDv5 namespace of the ids that :meth:`SessionManager.open_session` derives from callers' keys."""
+KEYED_SESSION_NAMESPACE = LEGACY_KEYED_SESSION_NAMESPACE
+"""UUIDv5 namespace of the keyed ids issued before migration 0016 (now derived with the deployment secret)."""
 
 
 class _CreateDescriptor:
@@ -258,10 +259,13 @@ class SessionManager:
         )
 
     def session_id_for(self, key: str) -> str:
-        """The session id that ``key`` names in this namespace: the same key in two namespaces never collides."""
+        """The session id that ``key`` names in this namespace (see :meth:`open_session`)."""
+        return self._find_keyed(key)[0]
+
+    def _find_keyed(self, key: str) -> tuple[str, SessionInfo | None]:
         if not isinstance(key, str) or not key:
             raise ValidationError("A session key must be a non-empty string")
-        return str(uuid.uuid5(KEYED_SESSION_NAMESPACE, f"{self.namespace}\n{key}"))
+        return self._registry.find_keyed(key)  # type: ignore[no-any-return]
 
     def open_session(
         self,
@@ -275,13 +279,13 @@ class SessionManager:
         """The session for the caller's own conversation key, created on first use.
 
         Agent frameworks name conversations themselves ("user-42"); the session id is derived
-        from the namespace and the key, so it is stable across processes and never clashes
-        with another tenant's key. ``name`` defaults to the key.
+        from the namespace and the key with the deployment's secret (HMAC-SHA256, migration
+        0016), so it is stable across processes, never clashes with another tenant's key and
+        cannot be computed (and taken first) by another tenant. ``name`` defaults to the key.
         """
-        session_id = self.session_id_for(key)
-        info = self._registry.get(session_id)
+        session_id, info = self._find_keyed(key)
         if info is not None:
-            return info  # type: ignore[no-any-return]
+            return info
         if name is not None and not isinstance(name, str):
             raise ValidationError("A session name must be a string")
         try:

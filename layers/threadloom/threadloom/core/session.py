@@ -197,11 +197,11 @@ class Session:
         for config in self._pending:
             provider = config.provider
             if provider is None and store is not None:
-                provider = store.context_provider(f"{config.label}{suffix}", session_id=owner)
+                provider = store.context_provider(f"{config.label}{suffix}", session_id=owner, namespace=self.namespace)
             configs.append(ContextConfig(config.label, config.description, config.max_tokens, provider))
         prompt_store: WritableContextProvider | None = None
         if self._cached_prompt == _AUTO:
-            prompt_store = store.prompt_store(self.session_id) if store is not None else None
+            prompt_store = store.prompt_store(self.session_id, namespace=self.namespace) if store is not None else None
         elif self._cached_prompt is not None:
             prompt_store = self._cached_prompt
         self._storage = store.session_provider(self.session_id) if store is not None else self._explicit_provider
@@ -429,7 +429,9 @@ class Session:
                     f'addContext("{label}") requires an explicit provider when Session uses a SessionProvider'
                 )
             suffix = f"_{self.session_id}" if self.session_id else ""
-            provider = self._store.context_provider(f"{label}{suffix}", session_id=self.session_id or None)
+            provider = self._store.context_provider(
+                f"{label}{suffix}", session_id=self.session_id or None, namespace=self.namespace
+            )
         return self.blocks.add_block(ContextConfig(label, description, max_tokens, provider))
 
     def remove_context(self, label: str) -> bool:

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from threadloom.errors import ConflictError, NotFoundError
-from threadloom.lifecycle.export_format import ExportWriter, read_export, snapshot_records
+from threadloom.errors import ConflictError, NotFoundError, ValidationError
+from threadloom.lifecycle.export_format import PROMPT_KEY_PREFIX, ExportWriter, read_export, snapshot_records
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Collection, Iterable
     from typing import IO
 
     from threadloom.core.limits import Limits
@@ -71,9 +71,18 @@ def import_sessions(
     stream: IO[bytes],
     *,
     limits: Limits | None = None,
+    block_labels: Collection[str] | None = None,
 ) -> ImportReport:
-    """Validate the whole file, then write every new session in one transaction."""
+    """Validate the whole file, then write every new session in one transaction.
+
+    ``block_labels``: the labels of the blocks the deployment stores per session (its profile's
+    writable blocks); a block of the file must then be one of those for its own session
+    (``<label>_<session id>``) or the session's prompt, else nothing is imported.
+    """
     _, snapshots = read_export(stream, limits)
+    if block_labels is not None:
+        for snapshot in snapshots:
+            check_block_keys(snapshot, block_labels)
     fresh: list[SessionSnapshot] = []
     unchanged: list[str] = []
     for snapshot in snapshots:
@@ -82,7 +91,8 @@ def import_sessions(
             fresh.append(snapshot)
             continue
         if owner != namespace:
-            raise ConflictError(f"Session {snapshot.id!r} already exists in another namespace; nothing was imported")
+            # Session ids are unique across namespaces; the answer names no namespace and no content
+            raise ConflictError(f"Session {snapshot.id!r} cannot be imported: its id is taken; nothing was imported")
         existing = storage.read_session(namespace, snapshot.id)
         if existing is None or _content(existing) != _content(snapshot):
             raise ConflictError(
@@ -99,8 +109,20 @@ def import_sessions(
     )
 
 
+def check_block_keys(snapshot: SessionSnapshot, block_labels: Collection[str]) -> None:
+    """Refuse a block the profile would never write for this session: its key names another block or session."""
+    allowed = {f"{label}_{snapshot.id}" for label in block_labels} | {f"{PROMPT_KEY_PREFIX}{snapshot.id}"}
+    for block in snapshot.blocks:
+        if block.key not in allowed:
+            labels = ", ".join(sorted(block_labels)) or "none"
+            raise ValidationError(
+                f"Session {snapshot.id!r}: block key {block.key!r} is not a block this deployment stores for the "
+                f"session (writable blocks: {labels}; a key is '<label>_<session id>'); nothing was imported"
+            )
+
+
 def _content(snapshot: SessionSnapshot) -> list[dict[str, object]]:
     return list(snapshot_records(snapshot))
 
 
-__all__ = ["ExportReport", "ImportReport", "export_sessions", "import_sessions"]
+__all__ = ["ExportReport", "ImportReport", "check_block_keys", "export_sessions", "import_sessions"]

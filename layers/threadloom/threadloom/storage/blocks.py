@@ -15,34 +15,48 @@ if TYPE_CHECKING:
 
 
 class SqlContextProvider:
-    """A writable block stored under ``key``; ``init(label)`` names an unkeyed provider after its block.
+    """A writable block stored under ``key`` of one owner; ``init(label)`` names an unkeyed provider after its block.
 
-    ``session_id`` marks the row as belonging to one session, so deleting the session
-    removes it (contract D12).
+    The owner is ``(namespace, session_id)``: every read, write and delete names it, so a key
+    chosen in one namespace or session never reaches another's row, and deleting the session
+    removes its rows (contract D12). ``session_id=None`` is a block of no session (``''``).
     """
 
-    def __init__(self, database: Database, sql: type[SqlDialect], key: str = "", *, session_id: str | None = None):
+    def __init__(
+        self,
+        database: Database,
+        sql: type[SqlDialect],
+        key: str = "",
+        *,
+        session_id: str | None = None,
+        namespace: str = "",
+    ):
         self._database = database
         self._sql = sql
         self.key = key
         self.session_id = session_id
+        self.namespace = namespace
 
     def init(self, label: str) -> None:
         if not self.key:
             self.key = label
 
+    def _owner(self) -> dict[str, Any]:
+        return {"namespace": self.namespace, "sid": self.session_id or ""}
+
+    def _row(self) -> dict[str, Any]:
+        return {**self._owner(), "key": self.key}
+
     def get(self) -> str | None:
-        return _first_value(self._database.query_once(self._sql.get_block, {"key": self.key}, by_key=True))
+        return _first_value(self._database.query_once(self._sql.get_block, self._row(), by_key=True))
 
     def block_read(self) -> BlockRead:
         """``get()`` as a read that can go with the session's other block reads (one round trip)."""
-        return BlockRead(self._database, (self._sql.get_block, {"key": self.key}), _first_value, single_value=True)
+        return BlockRead(self._database, (self._sql.get_block, self._row()), _first_value, single_value=True)
 
     def set(self, content: str) -> None:
         with self._database.write() as tx:
-            tx.execute(
-                self._sql.upsert_block, {"key": self.key, "sid": self.session_id, "content": content, "now": utc_now()}
-            )
+            tx.execute(self._sql.upsert_block, {**self._row(), "content": content, "now": utc_now()})
 
 
 class SqlPromptStore(SqlContextProvider):
@@ -56,15 +70,15 @@ class SqlPromptStore(SqlContextProvider):
         rendered, so its commit need not wait for the disk (``durable=False``): lost only in a
         server crash moments after the freeze, it is frozen again by the next request.
         """
-        values = {"key": self.key, "sid": self.session_id, "content": content, "now": utc_now()}
+        values = {**self._row(), "content": content, "now": utc_now()}
         if self._database.execute_once(self._sql.insert_prompt_if_absent, values, durable=False):
             return content
-        rows = self._database.query_once(self._sql.get_block, {"key": self.key}, by_key=True)
+        rows = self._database.query_once(self._sql.get_block, self._row(), by_key=True)
         return str(rows[0][0]) if rows else content
 
     def delete(self) -> None:
         with self._database.write() as tx:
-            tx.execute(self._sql.delete_block, {"key": self.key})
+            tx.execute(self._sql.delete_block, self._row())
 
 
 class SqlSkillState:

@@ -117,6 +117,7 @@ class SqlDialect:
     insert_session: ClassVar[str]
     get_session: ClassVar[str]
     count_sessions: ClassVar[str]
+    get_setting: ClassVar[str]
     list_sessions: ClassVar[str]
     list_sessions_after: ClassVar[str]
     session_overviews: ClassVar[str]

@@ -39,6 +39,7 @@ class SqlLifecycleStorage:
     def read_session(self, namespace: str, session_id: str) -> SessionSnapshot | None:
         """Everything stored for the session, from one consistent snapshot."""
         sid = {"sid": session_id}
+        owner = {"namespace": namespace, **sid}
         with self._database.read() as tx:
             rows = tx.query(self._sql.get_session, {"namespace": namespace, "id": session_id})
             if not rows:
@@ -57,7 +58,7 @@ class SqlLifecycleStorage:
             ]
             blocks = [
                 BlockRow(key, content, to_timestamp_text(updated))
-                for key, content, updated in tx.query(self._sql.export_blocks, sid)
+                for key, content, updated in tx.query(self._sql.export_blocks, owner)
             ]
             skills = [row[0] for row in tx.query(self._sql.get_loaded_skills, sid)]
         return SessionSnapshot(
@@ -113,12 +114,35 @@ class SqlLifecycleStorage:
     # ----------------------------------------------------------------- writes
 
     def write_sessions(self, namespace: str, snapshots: list[SessionSnapshot]) -> None:
-        """Insert whole sessions, all in one transaction: any failure leaves the database untouched."""
+        """Insert whole sessions, all in one transaction: any failure leaves the database untouched.
+
+        A session never lands on rows already stored under its id (left by a prompt frozen while
+        its session was deleted, say): that is a conflict, answered before any insert, and not a
+        unique-key failure of the database.
+        """
         with self._database.write() as tx:
             for snapshot in snapshots:
                 if tx.query(self._sql.session_namespace, {"id": snapshot.id}):
                     raise ConflictError(f"Session {snapshot.id!r} already exists")
+                if self._rows_remain(tx, namespace, snapshot.id):
+                    raise ConflictError(
+                        f"Session {snapshot.id!r} cannot be imported: rows stored under its id remain "
+                        "(delete the session or import it under another id); nothing was imported"
+                    )
                 self._write_session(tx, namespace, snapshot)
+
+    def _rows_remain(self, tx: Executor, namespace: str, session_id: str) -> bool:
+        sid = {"sid": session_id}
+        return any(
+            tx.query(statement, params)
+            for statement, params in (
+                (self._sql.block_keys, {"namespace": namespace, **sid}),
+                (self._sql.export_head, sid),
+                (self._sql.compaction_ids, sid),
+                (self._sql.get_loaded_skills, sid),
+                (self._sql.message_ids, sid),
+            )
+        )
 
     def _write_session(self, tx: Executor, namespace: str, snapshot: SessionSnapshot) -> None:
         tx.execute(
@@ -145,7 +169,13 @@ class SqlLifecycleStorage:
         for block in snapshot.blocks:
             tx.execute(
                 self._sql.import_block,
-                {"key": block.key, "sid": snapshot.id, "content": block.content, "updated_at": block.updated_at},
+                {
+                    "namespace": namespace,
+                    "sid": snapshot.id,
+                    "key": block.key,
+                    "content": block.content,
+                    "updated_at": block.updated_at,
+                },
             )
         for skill in snapshot.loaded_skills:
             tx.execute(self._sql.add_loaded_skill, {"sid": snapshot.id, "skill_id": skill})
@@ -159,6 +189,7 @@ class SqlLifecycleStorage:
         still unheld and last active before that time (a concurrent append or hold wins).
         """
         sid = {"sid": session_id}
+        owner = {"namespace": namespace, **sid}
         key = {"namespace": namespace, "id": session_id}
         with self._database.write() as tx:
             if self._sql.erase_setup:
@@ -173,7 +204,7 @@ class SqlLifecycleStorage:
                 session_id=session_id,
                 message_ids=[row[0] for row in tx.query(self._sql.message_ids, sid)],
                 compaction_ids=[row[0] for row in tx.query(self._sql.compaction_ids, sid)],
-                block_keys=[row[0] for row in tx.query(self._sql.block_keys, sid)],
+                block_keys=[row[0] for row in tx.query(self._sql.block_keys, owner)],
                 loaded_skills=[row[0] for row in tx.query(self._sql.get_loaded_skills, sid)],
             )
             if self._sql.unindex_session:
@@ -181,7 +212,7 @@ class SqlLifecycleStorage:
             tx.execute(self._sql.clear_messages, sid)
             tx.execute(self._sql.clear_compactions, sid)
             tx.execute(self._sql.delete_head, sid)
-            tx.execute(self._sql.delete_session_blocks, sid)
+            tx.execute(self._sql.delete_session_blocks, owner)
             tx.execute(self._sql.clear_loaded_skills, sid)
             tx.execute(self._sql.delete_session_compaction_requests, {**sid, "namespace": namespace})
             tx.execute(self._sql.delete_session, key)

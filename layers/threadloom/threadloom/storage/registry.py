@@ -6,8 +6,9 @@ import json
 import uuid
 from typing import TYPE_CHECKING
 
+from threadloom.core.keys import keyed_session_id, legacy_keyed_session_id
 from threadloom.core.limits import DEFAULT_LIMITS, Limits, check_text
-from threadloom.errors import ValidationError
+from threadloom.errors import StorageError, ValidationError
 from threadloom.providers.protocols import BlockRead
 from threadloom.records import SearchResult, SessionInfo, SessionOverview
 from threadloom.storage.database import to_timestamp_text, utc_now
@@ -29,6 +30,7 @@ class SqlSessionRegistry:
         self._database = database
         self._sql = sql
         self.namespace = namespace
+        self._keyed_secret: str | None = None
 
     def create(
         self,
@@ -56,6 +58,30 @@ class SqlSessionRegistry:
                 },
             )
             return self._get(tx, new_id)  # type: ignore[return-value]
+
+    def find_keyed(self, key: str) -> tuple[str, SessionInfo | None]:
+        """The id of the session ``key`` names in this namespace, and the session when it exists.
+
+        The id is derived with the deployment's secret (migration 0016). A session opened before
+        then has its old, public id: it is found under that id in this namespace only, so a
+        session another tenant imported under it is never this one.
+        """
+        derived = keyed_session_id(self._secret(), self.namespace, key)
+        info = self.get(derived)
+        if info is None:
+            legacy = legacy_keyed_session_id(self.namespace, key)
+            older = self.get(legacy)
+            if older is not None:
+                return legacy, older
+        return derived, info
+
+    def _secret(self) -> str:
+        if self._keyed_secret is None:
+            rows = self._database.query_once(self._sql.get_setting, {"name": "keyed_session_secret"})
+            if not rows:
+                raise StorageError("The keyed session secret is missing: apply migration 0016")
+            self._keyed_secret = str(rows[0][0])
+        return self._keyed_secret
 
     def get(self, session_id: str) -> SessionInfo | None:
         rows = self._database.query_once(self._sql.get_session, {"namespace": self.namespace, "id": session_id})
@@ -187,7 +213,7 @@ class SqlSessionRegistry:
             tx.execute(self._sql.clear_messages, sid)
             tx.execute(self._sql.clear_compactions, sid)
             tx.execute(self._sql.delete_head, sid)
-            tx.execute(self._sql.delete_session_blocks, sid)
+            tx.execute(self._sql.delete_session_blocks, {"namespace": self.namespace, **sid})
             tx.execute(self._sql.clear_loaded_skills, sid)
             tx.execute(self._sql.delete_session_compaction_requests, {"namespace": self.namespace, **sid})
             tx.execute(self._sql.delete_session, {"namespace": self.namespace, "id": session_id})

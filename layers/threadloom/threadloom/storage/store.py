@@ -56,12 +56,16 @@ class SqlStore:
     def session_provider(self, session_id: str = "") -> SqlSessionProvider:
         return SqlSessionProvider(self._ready(), self.sql, session_id)
 
-    def context_provider(self, key: str = "", *, session_id: str | None = None) -> SqlContextProvider:
-        return SqlContextProvider(self._ready(), self.sql, key, session_id=session_id)
+    def context_provider(
+        self, key: str = "", *, session_id: str | None = None, namespace: str = ""
+    ) -> SqlContextProvider:
+        """The block ``key`` of the owner ``(namespace, session_id)``."""
+        return SqlContextProvider(self._ready(), self.sql, key, session_id=session_id, namespace=namespace)
 
-    def prompt_store(self, session_id: str = "") -> SqlPromptStore:
+    def prompt_store(self, session_id: str = "", *, namespace: str = "") -> SqlPromptStore:
+        """The frozen prompt of ``session_id`` in ``namespace``."""
         key = f"_system_prompt_{session_id}" if session_id else "_system_prompt"
-        return SqlPromptStore(self._ready(), self.sql, key, session_id=session_id or None)
+        return SqlPromptStore(self._ready(), self.sql, key, session_id=session_id or None, namespace=namespace)
 
     def search_provider(self, *, scope: str = "", max_entries: int | None = None) -> SqlSearchProvider:
         return SqlSearchProvider(self._ready(), self.sql, scope=scope, max_entries=max_entries)

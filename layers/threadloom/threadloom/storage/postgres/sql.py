@@ -241,18 +241,24 @@ class PostgresSql(SqlDialect):
     delete_compaction = "DELETE FROM threadloom_compactions WHERE session_id = :sid AND id = :id"
     clear_compactions = "DELETE FROM threadloom_compactions WHERE session_id = :sid"
 
-    get_block = "SELECT content FROM threadloom_context_blocks WHERE key = :key"
+    get_block = (
+        "SELECT content FROM threadloom_context_blocks "
+        "WHERE namespace = :namespace AND session_id = :sid AND key = :key"
+    )
     upsert_block = (
-        "INSERT INTO threadloom_context_blocks (key, session_id, content, updated_at) "
-        "VALUES (:key, :sid, :content, :now) "
-        "ON CONFLICT (key) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at"
+        "INSERT INTO threadloom_context_blocks (namespace, session_id, key, content, updated_at) "
+        "VALUES (:namespace, :sid, :key, :content, :now) ON CONFLICT (namespace, session_id, key) "
+        "DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at"
     )
     insert_prompt_if_absent = (
-        "INSERT INTO threadloom_context_blocks (key, session_id, content, updated_at) "
-        "VALUES (:key, :sid, :content, :now) ON CONFLICT (key) DO NOTHING RETURNING content"
+        "INSERT INTO threadloom_context_blocks (namespace, session_id, key, content, updated_at) "
+        "VALUES (:namespace, :sid, :key, :content, :now) "
+        "ON CONFLICT (namespace, session_id, key) DO NOTHING RETURNING content"
     )
-    delete_block = "DELETE FROM threadloom_context_blocks WHERE key = :key"
-    delete_session_blocks = "DELETE FROM threadloom_context_blocks WHERE session_id = :sid"
+    delete_block = (
+        "DELETE FROM threadloom_context_blocks WHERE namespace = :namespace AND session_id = :sid AND key = :key"
+    )
+    delete_session_blocks = "DELETE FROM threadloom_context_blocks WHERE namespace = :namespace AND session_id = :sid"
 
     count_entries = "SELECT COUNT(*) FROM threadloom_search_entries WHERE scope = :scope AND label = :label"
     entry_exists = "SELECT 1 FROM threadloom_search_entries WHERE scope = :scope AND label = :label AND key = :key"
@@ -286,6 +292,7 @@ class PostgresSql(SqlDialect):
     )
     get_session = f"SELECT {_SESSION_COLUMNS} FROM threadloom_sessions WHERE namespace = :namespace AND id = :id"
     count_sessions = "SELECT COUNT(*) FROM threadloom_sessions WHERE namespace = :namespace"
+    get_setting = "SELECT value FROM threadloom_settings WHERE name = :name"
     list_sessions = (
         f"SELECT {_SESSION_COLUMNS} FROM threadloom_sessions WHERE namespace = :namespace "
         "ORDER BY activity_seq DESC, id DESC LIMIT :limit"
@@ -350,7 +357,8 @@ class PostgresSql(SqlDialect):
         "FROM threadloom_compactions WHERE session_id = :sid ORDER BY seq"
     )
     export_blocks = (
-        "SELECT key, content, updated_at FROM threadloom_context_blocks WHERE session_id = :sid ORDER BY key"
+        "SELECT key, content, updated_at FROM threadloom_context_blocks "
+        "WHERE namespace = :namespace AND session_id = :sid ORDER BY key"
     )
     session_namespace = "SELECT namespace FROM threadloom_sessions WHERE id = :id"
     import_session = (
@@ -361,8 +369,8 @@ class PostgresSql(SqlDialect):
     )
     import_head = "INSERT INTO threadloom_session_heads (session_id, leaf_id, next_seq) VALUES (:sid, :leaf, :next_seq)"
     import_block = (
-        "INSERT INTO threadloom_context_blocks (key, session_id, content, updated_at) "
-        "VALUES (:key, :sid, :content, :updated_at)"
+        "INSERT INTO threadloom_context_blocks (namespace, session_id, key, content, updated_at) "
+        "VALUES (:namespace, :sid, :key, :content, :updated_at)"
     )
     subject_sessions = (
         "SELECT id FROM threadloom_sessions WHERE namespace = :namespace AND subject_id = :subject ORDER BY id"
@@ -372,7 +380,7 @@ class PostgresSql(SqlDialect):
     )
     message_ids = "SELECT id FROM threadloom_messages WHERE session_id = :sid"
     compaction_ids = "SELECT id FROM threadloom_compactions WHERE session_id = :sid"
-    block_keys = "SELECT key FROM threadloom_context_blocks WHERE session_id = :sid"
+    block_keys = "SELECT key FROM threadloom_context_blocks WHERE namespace = :namespace AND session_id = :sid"
     # Oldest inactive, unheld sessions first; keyset on (updated_at, id); '' namespace means every namespace.
     expired_sessions = (
         "SELECT namespace, id, updated_at FROM threadloom_sessions "
@@ -501,12 +509,12 @@ class PostgresSql(SqlDialect):
         """Nothing to do: a message's search vector is written with its row."""
 
     # A stored prompt, or when there is none the block reads (:kinds with their arguments), in one call
-    # whose plans the connection keeps (migration 0014).
+    # whose plans the connection keeps (migrations 0014 and 0015: every block read names its owner).
     # One row per value (unnest): pg8000 parses a text[] answer character by character, about 0.5 ms
     # for a prompt. The arrays are sent as literals (:func:`text_array`), for the same reason.
     read_when_missing_call = (
-        "SELECT unnest(threadloom_read_when_missing(CAST(:key AS text), CAST(:kinds AS text[]), "
-        "CAST(:first AS text[]), CAST(:second AS text[])))"
+        "SELECT unnest(threadloom_read_when_missing(CAST(:namespace AS text), CAST(:sid AS text), "
+        "CAST(:key AS text), CAST(:kinds AS text[]), CAST(:first AS text[]), CAST(:second AS text[])))"
     )
 
     @classmethod
@@ -516,11 +524,13 @@ class PostgresSql(SqlDialect):
         """The ``threadloom_read_when_missing`` call answering ``first`` and, if it finds nothing, ``statements``.
 
         ``first`` must read a block (the stored prompt) and each statement be one the function knows:
-        a block's content, the count of a knowledge label's entries, the count of a namespace's
-        sessions. Returns the SQL, its parameters and each statement's kind; None otherwise.
+        a block's content (of the prompt's owner: the function reads no other owner's rows), the
+        count of a knowledge label's entries, the count of a namespace's sessions. Returns the SQL,
+        its parameters and each statement's kind; None otherwise.
         """
         if first[0] != cls.get_block:
             return None
+        owner = (first[1]["namespace"], first[1]["sid"])
         arguments = {cls.get_block: ("block", "key", None), cls.count_entries: ("entries", "scope", "label")}
         arguments[cls.count_sessions] = ("sessions", "namespace", None)
         kinds: list[str] = []
@@ -531,10 +541,14 @@ class PostgresSql(SqlDialect):
             if known is None:
                 return None
             kind, first_name, second_name = known
+            if kind == "block" and (values["namespace"], values["sid"]) != owner:
+                return None
             kinds.append(kind)
             firsts.append(values[first_name])
             seconds.append(values[second_name] if second_name is not None else None)
         params: Params = {
+            "namespace": owner[0],
+            "sid": owner[1],
             "key": first[1]["key"],
             "kinds": text_array(kinds),
             "first": text_array(firsts),

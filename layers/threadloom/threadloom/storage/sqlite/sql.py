@@ -292,18 +292,24 @@ class SqliteSql(SqlDialect):
     delete_compaction = "DELETE FROM threadloom_compactions WHERE session_id = :sid AND id = :id"
     clear_compactions = "DELETE FROM threadloom_compactions WHERE session_id = :sid"
 
-    get_block = "SELECT content FROM threadloom_context_blocks WHERE key = :key"
+    get_block = (
+        "SELECT content FROM threadloom_context_blocks "
+        "WHERE namespace = :namespace AND session_id = :sid AND key = :key"
+    )
     upsert_block = (
-        "INSERT INTO threadloom_context_blocks (key, session_id, content, updated_at) "
-        "VALUES (:key, :sid, :content, :now) "
-        "ON CONFLICT (key) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at"
+        "INSERT INTO threadloom_context_blocks (namespace, session_id, key, content, updated_at) "
+        "VALUES (:namespace, :sid, :key, :content, :now) ON CONFLICT (namespace, session_id, key) "
+        "DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at"
     )
     insert_prompt_if_absent = (
-        "INSERT INTO threadloom_context_blocks (key, session_id, content, updated_at) "
-        "VALUES (:key, :sid, :content, :now) ON CONFLICT (key) DO NOTHING RETURNING content"
+        "INSERT INTO threadloom_context_blocks (namespace, session_id, key, content, updated_at) "
+        "VALUES (:namespace, :sid, :key, :content, :now) "
+        "ON CONFLICT (namespace, session_id, key) DO NOTHING RETURNING content"
     )
-    delete_block = "DELETE FROM threadloom_context_blocks WHERE key = :key"
-    delete_session_blocks = "DELETE FROM threadloom_context_blocks WHERE session_id = :sid"
+    delete_block = (
+        "DELETE FROM threadloom_context_blocks WHERE namespace = :namespace AND session_id = :sid AND key = :key"
+    )
+    delete_session_blocks = "DELETE FROM threadloom_context_blocks WHERE namespace = :namespace AND session_id = :sid"
 
     count_entries = "SELECT COUNT(*) FROM threadloom_search_entries WHERE scope = :scope AND label = :label"
     entry_exists = "SELECT 1 FROM threadloom_search_entries WHERE scope = :scope AND label = :label AND key = :key"
@@ -341,6 +347,7 @@ class SqliteSql(SqlDialect):
     )
     get_session = f"SELECT {_SESSION_COLUMNS} FROM threadloom_sessions WHERE namespace = :namespace AND id = :id"
     count_sessions = "SELECT COUNT(*) FROM threadloom_sessions WHERE namespace = :namespace"
+    get_setting = "SELECT value FROM threadloom_settings WHERE name = :name"
     list_sessions = (
         f"SELECT {_SESSION_COLUMNS} FROM threadloom_sessions WHERE namespace = :namespace "
         "ORDER BY activity_seq DESC, id DESC LIMIT :limit"
@@ -397,7 +404,8 @@ class SqliteSql(SqlDialect):
         "FROM threadloom_compactions WHERE session_id = :sid ORDER BY seq"
     )
     export_blocks = (
-        "SELECT key, content, updated_at FROM threadloom_context_blocks WHERE session_id = :sid ORDER BY key"
+        "SELECT key, content, updated_at FROM threadloom_context_blocks "
+        "WHERE namespace = :namespace AND session_id = :sid ORDER BY key"
     )
     session_namespace = "SELECT namespace FROM threadloom_sessions WHERE id = :id"
     import_session = (
@@ -408,8 +416,8 @@ class SqliteSql(SqlDialect):
     )
     import_head = "INSERT INTO threadloom_session_heads (session_id, leaf_id, next_seq) VALUES (:sid, :leaf, :next_seq)"
     import_block = (
-        "INSERT INTO threadloom_context_blocks (key, session_id, content, updated_at) "
-        "VALUES (:key, :sid, :content, :updated_at)"
+        "INSERT INTO threadloom_context_blocks (namespace, session_id, key, content, updated_at) "
+        "VALUES (:namespace, :sid, :key, :content, :updated_at)"
     )
     subject_sessions = (
         "SELECT id FROM threadloom_sessions WHERE namespace = :namespace AND subject_id = :subject ORDER BY id"
@@ -419,7 +427,7 @@ class SqliteSql(SqlDialect):
     )
     message_ids = "SELECT id FROM threadloom_messages WHERE session_id = :sid"
     compaction_ids = "SELECT id FROM threadloom_compactions WHERE session_id = :sid"
-    block_keys = "SELECT key FROM threadloom_context_blocks WHERE session_id = :sid"
+    block_keys = "SELECT key FROM threadloom_context_blocks WHERE namespace = :namespace AND session_id = :sid"
     # Oldest inactive, unheld sessions first; keyset on (updated_at, id); '' namespace means every namespace.
     expired_sessions = (
         "SELECT namespace, id, updated_at FROM threadloom_sessions "
