@@ -12,7 +12,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
 from threadloom.api.observability import logger, metrics, route_library_logs, tracer
 from threadloom.compaction.queue import CompactionRequest
-from threadloom.compaction.worker import CompactionOutcome, CompactionWorker
+from threadloom.core.compaction_worker import CompactionOutcome, CompactionWorker
 from threadloom.correlation import MESSAGE_ATTRIBUTE
 
 if TYPE_CHECKING:

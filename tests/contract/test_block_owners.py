@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 from threadloom import PostgresStore, SqliteStore
+from threadloom.clock import utc_now
 from threadloom.core.keys import legacy_keyed_session_id
 from threadloom.core.manager import SessionManager
-from threadloom.storage.database import utc_now
 from threadloom.storage.migrations import apply_migrations, load_migrations
 from threadloom.storage.postgres.schema import apply_postgres_migrations, postgres_migrations
 from threadloom.storage.registry import SqlSessionRegistry

@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 from threadloom import PostgresStore, Session, SqliteStore
+from threadloom.clock import utc_now
 from threadloom.core.manager import SessionManager
 from threadloom.errors import ConflictError, NotFoundError, SessionNotFoundError
 from threadloom.lifecycle import export_sessions, import_sessions
 from threadloom.records import HistoryEntry
-from threadloom.storage.database import utc_now
 from threadloom.storage.dialect import JUMP_SPAN
 from threadloom.storage.migrations import apply_migrations, load_migrations
 from threadloom.storage.postgres.schema import apply_postgres_migrations, postgres_migrations

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from threadloom import CompactionError, CompactResult, ConflictError, Session
 from threadloom.compaction import create_compact_function
-from threadloom.storage.tree import CompactionFence
+from threadloom.records import CompactionFence
 from threadloom.tokens import estimate_message_tokens, estimate_string_tokens
 
 from tests.support.messages import text_message

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 from threadloom import Session, SessionManager, SqliteStore
+from threadloom.clock import utc_now
 from threadloom.lifecycle import export_sessions, import_sessions
 from threadloom.search import searchable_text
-from threadloom.storage.database import utc_now
 from threadloom.storage.migrations import apply_migrations, load_migrations
 from threadloom.storage.sqlite.search_index import INDEX_EVERY, SEARCH_BATCH
 

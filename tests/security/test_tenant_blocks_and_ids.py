@@ -202,8 +202,8 @@ def test_the_dynamodb_prompt_cache_keys_every_prompt_by_namespace_and_session(tm
     import boto3
     from moto import mock_aws
     from threadloom.api.profile import parse_profile
-    from threadloom.core.limits import DEFAULT_LIMITS
     from threadloom.errors import ValidationError
+    from threadloom.limits import DEFAULT_LIMITS
 
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
     from aws_lambda_powertools.event_handler.openapi.models import SecurityScheme
     from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
-    from threadloom.core.limits import Limits
     from threadloom.core.manager import SessionManager
+    from threadloom.limits import Limits
 
 ERROR_DESCRIPTIONS: dict[int, str] = {
     400: "Bad input: text rules, id alphabet, limits, invalid JSON or a body that is not UTF-8",

@@ -8,7 +8,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from threadloom.api.models import BranchPointList, HistoryPage, SearchOut
 from threadloom.api.use_cases import history as use_cases
-from threadloom.core.limits import HARD_LIMITS
+from threadloom.limits import HARD_LIMITS
 
 from threadloom_api_routes.common import ANY, SESSION, limits, manager, new_router, responses, serialized_response
 

@@ -188,7 +188,18 @@ class HistorySlice:
     """The leaf read: the one asked for, or the latest (None when the session has no messages)."""
 
 
+class CompactionFence:
+    """What a compaction saw when it read the history: it commits only if both still hold."""
+
+    __slots__ = ("latest_compaction_id", "leaf_id")
+
+    def __init__(self, leaf_id: str, latest_compaction_id: str | None) -> None:
+        self.leaf_id = leaf_id
+        self.latest_compaction_id = latest_compaction_id
+
+
 __all__ = [
+    "CompactionFence",
     "CompactionState",
     "HistoryEntry",
     "HistorySlice",

@@ -10,7 +10,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from threadloom.jscompat import JS_WHITESPACE_RUN, compact_json, js_string, utf16_length
+from threadloom.jscompat import JS_WHITESPACE_RUN, compact_json, js_round, js_string, utf16_length
 
 CHARS_PER_TOKEN = 4
 WORDS_TOKEN_MULTIPLIER = 1.3
@@ -98,3 +98,8 @@ __all__ = [
     "estimate_string_tokens",
     "is_tool_part_type",
 ]
+
+
+def usage_percent(tokens: int, max_tokens: int) -> int:
+    """Share of the budget in use, rounded half up like ``Math.round`` (0.5% shows as 1%)."""
+    return js_round(tokens / max_tokens * 100)

@@ -11,7 +11,7 @@ import pytest
 from threadloom import SqliteStore
 from threadloom.api.paging import decode_cursor, encode_cursor
 from threadloom.api.runtime import Runtime, set_runtime
-from threadloom.core.limits import DEFAULT_LIMITS
+from threadloom.limits import DEFAULT_LIMITS
 
 from tests.integration.api.test_list_paging import all_pages, request
 from tests.support.api import SESSION, TENANT, seeded_runtime, text

@@ -18,7 +18,7 @@ from threadloom import SqliteStore
 from threadloom.api.profile import load_profile
 from threadloom.api.runtime import Runtime, Settings, set_runtime
 from threadloom.compaction.summarizers.offline import ExtractiveSummarizer
-from threadloom.compaction.worker import CompactionWorker
+from threadloom.core.compaction_worker import CompactionWorker
 from threadloom.errors import CompactionError
 
 from tests.support.api import RecordingQueue, invoke, load_event, text

@@ -13,7 +13,7 @@ import pytest
 from threadloom import SqliteStore
 from threadloom.api.paging import item_budget
 from threadloom.api.runtime import Runtime, set_runtime
-from threadloom.core.limits import DEFAULT_LIMITS
+from threadloom.limits import DEFAULT_LIMITS
 
 from tests.support.api import SESSION, TENANT, invoke, load_event, seeded_runtime, text
 

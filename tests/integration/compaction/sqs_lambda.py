@@ -21,7 +21,7 @@ from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingErro
 from threadloom.compaction import create_compact_function
 from threadloom.compaction.sqs_queue import deduplication_id, message_group_id
 from threadloom.compaction.summarizers import ExtractiveSummarizer
-from threadloom.compaction.worker import CompactionWorker
+from threadloom.core.compaction_worker import CompactionWorker
 from threadloom.core.manager import SessionManager
 
 from tests.support.messages import text_message

@@ -346,7 +346,7 @@ def test_logs_carry_the_correlation_id_and_outcome_but_never_message_text(
     assert [(line["correlation_id"], line["outcome"], line["session_id"]) for line in handled] == [
         (delivery.message_ids[0], "compacted", session_id)
     ]
-    library = [line for line in lines if line.get("name") == "threadloom.compaction.worker"]
+    library = [line for line in lines if line.get("name") == "threadloom.core.compaction_worker"]
     assert library
     assert {(line["correlation_id"], line["session_id"]) for line in library} == {(delivery.message_ids[0], session_id)}
     assert SECRET not in compaction_lambda.log_stream.getvalue()

@@ -9,7 +9,7 @@ import pytest
 from threadloom.compaction.queue import CompactionRequest, InProcessCompactionQueue
 from threadloom.compaction.sqs_queue import deduplication_id
 from threadloom.compaction.summarizers import ExtractiveSummarizer
-from threadloom.compaction.worker import CompactionOutcome, CompactionWorker, request_key
+from threadloom.core.compaction_worker import CompactionOutcome, CompactionWorker, request_key
 from threadloom.core.manager import SessionManager
 from threadloom.errors import CompactionError
 

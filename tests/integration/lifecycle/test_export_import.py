@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from threadloom import SqliteStore
-from threadloom.core.limits import DEFAULT_LIMITS
 from threadloom.errors import ConflictError
 from threadloom.lifecycle import (
     ExportFormatError,
@@ -19,6 +18,7 @@ from threadloom.lifecycle import (
     import_sessions,
     write_export,
 )
+from threadloom.limits import DEFAULT_LIMITS
 
 from tests.support.lifecycle import build_rich_session, manager_for, observable, text
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from threadloom.api.paging import count_within_bytes, decode_cursor, encode_cursor, item_budget, json_size
-from threadloom.core.limits import Limits
 from threadloom.errors import ValidationError
+from threadloom.limits import Limits
 
 
 def test_cursor_round_trips_and_rejects_garbage() -> None:

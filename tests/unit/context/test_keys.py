@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from threadloom.core.keys import context_entry_key, slugify, stable_hash
+from threadloom.entry_keys import context_entry_key, slugify, stable_hash
 
 DEPLOY = "The deployment process for production requires approval from "
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 from threadloom import Session, SessionManager, SqliteStore
-from threadloom.core.limits import DEFAULT_LIMITS, HARD_LIMITS, ROLES, Limits, check_text
 from threadloom.errors import PayloadTooLargeError, ValidationError
+from threadloom.limits import DEFAULT_LIMITS, HARD_LIMITS, ROLES, Limits, check_text
 
 
 def message(message_id: str = "m1", text: str = "hello", role: str = "user", **extra: Any) -> dict[str, Any]:

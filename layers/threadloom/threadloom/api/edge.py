@@ -24,13 +24,13 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools.event_handler import CORSConfig
 
 from threadloom.api.exceptions import UnsupportedMediaTypeError
-from threadloom.core.limits import check_text
 from threadloom.errors import PayloadTooLargeError, ValidationError
+from threadloom.limits import check_text
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from threadloom.core.limits import Limits
+    from threadloom.limits import Limits
 
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 MAX_BODY_BYTES = 6 * 1024 * 1024

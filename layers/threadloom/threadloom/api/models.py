@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from threadloom.core.limits import HARD_LIMITS, ID_ALPHABET
+from threadloom.limits import HARD_LIMITS, ID_ALPHABET
 from threadloom.records import (  # noqa: TC001
     CompactionState,
     ContextBlock,

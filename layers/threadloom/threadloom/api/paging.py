@@ -17,7 +17,7 @@ from threadloom.errors import ConflictError, ValidationError
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-    from threadloom.core.limits import Limits
+    from threadloom.limits import Limits
 
 T = TypeVar("T")
 

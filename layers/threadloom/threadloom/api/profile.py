@@ -16,8 +16,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
-from threadloom.core.limits import DEFAULT_LIMITS, HARD_LIMITS, Limits
 from threadloom.errors import ValidationError
+from threadloom.limits import DEFAULT_LIMITS, HARD_LIMITS, Limits
 
 DEFAULT_PROFILE_PATH = Path(__file__).parent / "profiles" / "default.yaml"
 
@@ -114,7 +114,7 @@ def _limit_field(name: str) -> Any:
 
 
 class LimitsSpec(_Strict):
-    """The limits table (``threadloom.core.limits``) as profile data; every key optional, defaults from the table."""
+    """The limits table (``threadloom.limits``) as profile data; every key optional, defaults from the table."""
 
     max_message_bytes: int = _limit_field("max_message_bytes")
     max_chain_messages: int = _limit_field("max_chain_messages")

@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from threadloom.api.profile import Profile
     from threadloom.compaction.function import CompactFunction
     from threadloom.compaction.queue import CompactionQueue, CompactionRequest
-    from threadloom.core.limits import Limits
     from threadloom.lifecycle.protocols import DerivedDataEraser
+    from threadloom.limits import Limits
     from threadloom.live.publisher import StatusPublisher
     from threadloom.providers.protocols import ContextProvider, WritableContextProvider
 
@@ -301,8 +301,8 @@ class Runtime:
 
     def _compaction_handler(self) -> Callable[[CompactionRequest], None]:
         """The worker's handler when the worker module exists, else a direct fenced compaction."""
-        if importlib.util.find_spec("threadloom.compaction.worker") is not None:
-            worker_module = importlib.import_module("threadloom.compaction.worker")
+        if importlib.util.find_spec("threadloom.core.compaction_worker") is not None:
+            worker_module = importlib.import_module("threadloom.core.compaction_worker")
             worker = worker_module.CompactionWorker(self.manager)
             return worker.handle  # type: ignore[no-any-return]
 

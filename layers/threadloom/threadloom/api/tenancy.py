@@ -10,13 +10,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from threadloom.api.exceptions import UnauthenticatedError
-from threadloom.core.limits import DEFAULT_LIMITS
 from threadloom.errors import ValidationError
+from threadloom.limits import DEFAULT_LIMITS
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from threadloom.core.limits import Limits
+    from threadloom.limits import Limits
 
 
 def tenant_from_claims(claims: dict[str, Any] | None, claim: str, limits: Limits = DEFAULT_LIMITS) -> str:

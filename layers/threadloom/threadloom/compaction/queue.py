@@ -8,6 +8,7 @@ When a compaction queue is configured, an append that crosses the token threshol
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import queue
@@ -101,6 +102,20 @@ class CompactionRequest:
             leaf_id=payload.get("leaf_id"),
             requested_at=payload["requested_at"],
         )
+
+
+def request_key(request: CompactionRequest) -> str:
+    """The key stored with the overlay so that handling ``request`` twice stores it once.
+
+    For a request naming a leaf it is the SHA-256 hex of ``(namespace, session_id, leaf_id)``, the same value
+    ``SqsCompactionQueue`` sends as ``MessageDeduplicationId``: re-sent triggers for one leaf are one request.
+    A request without a leaf ("whatever is latest when it runs") also hashes its ``requested_at``; otherwise every
+    such request of a session would share one key and only the first could ever compact.
+    """
+    parts: list[str | None] = list(request.dedup_key)
+    if request.leaf_id is None:
+        parts.append(request.requested_at)
+    return hashlib.sha256(json.dumps(parts).encode("utf-8")).hexdigest()
 
 
 @runtime_checkable

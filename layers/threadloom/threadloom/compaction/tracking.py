@@ -1,6 +1,6 @@
 """Compaction requests a client can follow: recorded as ``queued`` when enqueued, then moved by the worker.
 
-A record is found by the worker's request key (``threadloom.compaction.worker.request_key``), the
+A record is found by the worker's request key (``threadloom.compaction.queue.request_key``), the
 value the overlay is stored under and SQS deduplicates on, so one request has one record (and one
 client-facing id) however often it is sent.
 States: ``queued`` → ``running`` → ``done`` | ``nothing_to_summarize`` | ``failed``.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from threadloom.compaction.worker import request_key
+from threadloom.compaction.queue import request_key
 
 if TYPE_CHECKING:
     from collections.abc import Callable

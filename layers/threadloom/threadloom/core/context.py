@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Final, TypeAlias, cast
 
-from threadloom.core.limits import DEFAULT_LIMITS, Limits, check_text
 from threadloom.core.prompt import render_prompt
 from threadloom.errors import BlockLimitError, NotFoundError, ReadOnlyBlockError, ValidationError
+from threadloom.limits import DEFAULT_LIMITS, Limits, check_text
 from threadloom.providers.protocols import BlockRead, is_search_provider, is_skill_provider, is_writable_provider
 from threadloom.records import ContextBlock
 from threadloom.tokens import estimate_string_tokens

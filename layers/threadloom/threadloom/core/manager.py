@@ -11,9 +11,9 @@ import uuid
 from typing import TYPE_CHECKING, Any, overload
 
 from threadloom.core.keys import LEGACY_KEYED_SESSION_NAMESPACE
-from threadloom.core.limits import DEFAULT_LIMITS, Limits, check_text
 from threadloom.core.session import Session
 from threadloom.errors import NotFoundError, ValidationError
+from threadloom.limits import DEFAULT_LIMITS, Limits, check_text
 from threadloom.records import OMITTED, Omitted
 from threadloom.tools.session_search import build_session_search_tool, format_history_results
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any, cast
 
-from threadloom.core.limits import HARD_LIMITS, Limits, take_just_checked
 from threadloom.errors import ValidationError
 from threadloom.jscompat import compact_json_tree
+from threadloom.limits import HARD_LIMITS, Limits, take_just_checked
 
 if TYPE_CHECKING:
     from threadloom.records import Message

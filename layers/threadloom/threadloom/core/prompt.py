@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from threadloom.jscompat import js_round
+from threadloom.tokens import usage_percent
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -19,11 +19,6 @@ SEPARATOR = "\u2550" * 46
 """The rule drawn above and below every block header (46 box-drawing double lines)."""
 
 BLOCK_JOINER = "\n\n"
-
-
-def usage_percent(tokens: int, max_tokens: int) -> int:
-    """Share of the budget in use, rounded half up like ``Math.round`` (0.5% shows as 1%)."""
-    return js_round(tokens / max_tokens * 100)
 
 
 def _kind_tag(block: ContextBlock) -> str:

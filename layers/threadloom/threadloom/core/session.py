@@ -13,16 +13,16 @@ import math
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal
 
+from threadloom.clock import utc_now
 from threadloom.compaction.function import CompactContext
 from threadloom.compaction.markers import COMPACTION_PREFIX
 from threadloom.compaction.queue import CompactionRequest
 from threadloom.core.context import ContextBlocks, ContextConfig
 from threadloom.core.events import EventEmitter
-from threadloom.core.limits import DEFAULT_LIMITS, Limits, check_text
 from threadloom.core.skills import reclaim_loaded_skill
 from threadloom.errors import CompactionError, ConflictError, ThreadloomError, ValidationError
-from threadloom.records import OMITTED, AppendResult, CompactResult, Omitted, TokenCountInput
-from threadloom.storage.database import utc_now
+from threadloom.limits import DEFAULT_LIMITS, Limits, check_text
+from threadloom.records import OMITTED, AppendResult, CompactionFence, CompactResult, Omitted, TokenCountInput
 from threadloom.tokens import estimate_message_tokens, estimate_string_tokens
 from threadloom.tools.context_tools import build_context_tools
 
@@ -619,6 +619,4 @@ def _make_fence(storage: Any, leaf_id: str | None) -> Any:
     latest = getattr(storage, "get_latest_compaction_id", None)
     if leaf_id is None or not callable(latest):
         return None
-    from threadloom.storage.tree import CompactionFence
-
     return CompactionFence(leaf_id, latest())

@@ -13,9 +13,9 @@ import hashlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from threadloom.clock import utc_now
 from threadloom.errors import ValidationError
 from threadloom.lifecycle.removal import Removal, remove_session
-from threadloom.storage.database import utc_now
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

@@ -14,16 +14,16 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
-from threadloom.core.limits import DEFAULT_LIMITS, check_text
+from threadloom.clock import utc_now
 from threadloom.errors import ValidationError
-from threadloom.storage.database import utc_now
+from threadloom.limits import DEFAULT_LIMITS, check_text
 from threadloom.storage.snapshot import BlockRow, CompactionRow, MessageRow, SessionSnapshot
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
     from typing import IO
 
-    from threadloom.core.limits import Limits
+    from threadloom.limits import Limits
 
 FORMAT_NAME: Final = "threadloom-export"
 FORMAT_VERSION: Final = 1

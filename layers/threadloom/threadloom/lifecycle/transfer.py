@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable
     from typing import IO
 
-    from threadloom.core.limits import Limits
     from threadloom.lifecycle.protocols import LifecycleStorage
+    from threadloom.limits import Limits
     from threadloom.storage.snapshot import SessionSnapshot
 
 

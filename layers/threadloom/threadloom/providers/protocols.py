@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from threadloom.core.limits import Limits
+    from threadloom.limits import Limits
     from threadloom.records import AppendResult, Message, SearchResult, StoredCompaction
 
 

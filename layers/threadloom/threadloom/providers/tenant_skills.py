@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 from threadloom.errors import QuotaExceededError
 
 if TYPE_CHECKING:
-    from threadloom.core.limits import Limits
+    from threadloom.limits import Limits
 
 TENANTS_FOLDER = ".tenants"
 

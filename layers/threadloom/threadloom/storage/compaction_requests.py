@@ -5,8 +5,9 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any, cast
 
+from threadloom.clock import utc_now
 from threadloom.records import TrackedCompaction
-from threadloom.storage.database import to_timestamp_text, utc_now
+from threadloom.storage.database import to_timestamp_text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

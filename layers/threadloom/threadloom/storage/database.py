@@ -6,7 +6,6 @@ dict of named parameters and each backend keeps its SQL text in one module.
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -77,23 +76,6 @@ class Database(Protocol):
         statement joins an open transaction.
         """
         ...
-
-
-_last_second: list[tuple[int, str]] = [(-1, "")]
-"""The last whole second :func:`utc_now` formatted, with its text (formatting it was most of the cost).
-
-One tuple, read and replaced whole, so threads can share it."""
-
-
-def utc_now() -> str:
-    """Timestamps are ISO-8601 UTC with milliseconds, identical on every backend."""
-    now = time.time()
-    second, text = _last_second[0]
-    if second != int(now):
-        second = int(now)
-        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-        _last_second[0] = (second, text)
-    return f"{text}.{int(now * 1000) % 1000:03d}Z"
 
 
 def to_timestamp_text(value: Any) -> str:

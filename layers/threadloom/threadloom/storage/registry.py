@@ -6,12 +6,13 @@ import json
 import uuid
 from typing import TYPE_CHECKING
 
+from threadloom.clock import utc_now
 from threadloom.core.keys import keyed_session_id, legacy_keyed_session_id
-from threadloom.core.limits import DEFAULT_LIMITS, Limits, check_text
 from threadloom.errors import StorageError, ValidationError
+from threadloom.limits import DEFAULT_LIMITS, Limits, check_text
 from threadloom.providers.protocols import BlockRead
 from threadloom.records import SearchResult, SessionInfo, SessionOverview
-from threadloom.storage.database import to_timestamp_text, utc_now
+from threadloom.storage.database import to_timestamp_text
 
 if TYPE_CHECKING:
     import builtins

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from threadloom.clock import utc_now
 from threadloom.errors import QuotaExceededError
 from threadloom.jscompat import js_trim
 from threadloom.providers.protocols import BlockRead
-from threadloom.storage.database import utc_now
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, ClassVar
 
+from threadloom.clock import utc_now
 from threadloom.storage.blocks import SqlContextProvider, SqlPromptStore, SqlSkillState
 from threadloom.storage.compaction_requests import SqlCompactionRequests
-from threadloom.storage.database import utc_now
 from threadloom.storage.lifecycle import SqlLifecycleStorage
 from threadloom.storage.migrations import apply_migrations, load_migrations
 from threadloom.storage.registry import SqlSessionRegistry

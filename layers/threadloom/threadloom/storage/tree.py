@@ -21,9 +21,9 @@ import json
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from threadloom.clock import utc_now
 from threadloom.compaction.markers import now_iso
 from threadloom.compaction.overlays import apply_compactions, compaction_message, overlay_ranges
-from threadloom.core.limits import HARD_LIMITS
 from threadloom.core.messages import parse_stored_message, serialize_message, validate_message
 from threadloom.errors import (
     CompactionAlreadyStoredError,
@@ -32,9 +32,11 @@ from threadloom.errors import (
     SessionNotFoundError,
     ValidationError,
 )
+from threadloom.limits import HARD_LIMITS
 from threadloom.records import (
     OMITTED,
     AppendResult,
+    CompactionFence,
     HistorySlice,
     Message,
     Omitted,
@@ -42,7 +44,7 @@ from threadloom.records import (
     StoredCompaction,
 )
 from threadloom.search import searchable_text
-from threadloom.storage.database import to_timestamp_text, utc_now
+from threadloom.storage.database import to_timestamp_text
 from threadloom.storage.dialect import JUMP_SPAN
 from threadloom.storage.history_pages import HistoryPageReader
 from threadloom.tokens import estimate_message_tokens, estimate_single_message_tokens
@@ -50,7 +52,7 @@ from threadloom.tokens import estimate_message_tokens, estimate_single_message_t
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from threadloom.core.limits import Limits
+    from threadloom.limits import Limits
     from threadloom.storage.database import Database, Executor
     from threadloom.storage.dialect import SqlDialect
     from threadloom.storage.snapshot import CompactionRow, MessageRow
@@ -739,16 +741,6 @@ class _CopyPlan:
         return [
             (position, _PreparedMessage({**summary, "id": new_ids[position]})) for position, summary in self._summaries
         ]
-
-
-class CompactionFence:
-    """What a compaction saw when it read the history: it commits only if both still hold."""
-
-    __slots__ = ("latest_compaction_id", "leaf_id")
-
-    def __init__(self, leaf_id: str, latest_compaction_id: str | None) -> None:
-        self.leaf_id = leaf_id
-        self.latest_compaction_id = latest_compaction_id
 
 
 def leaf_moved(expected_leaf_id: str, leaf_id: str | None) -> ConflictError:

@@ -8,11 +8,11 @@ Result strings are the reference's, byte for byte, because models and tests key 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from threadloom.core.keys import context_entry_key
-from threadloom.core.prompt import usage_percent
+from threadloom.entry_keys import context_entry_key
 from threadloom.errors import ValidationError
+from threadloom.tokens import usage_percent
 from threadloom.tools.base import (
     Tool,
     error_result,
@@ -23,8 +23,27 @@ from threadloom.tools.base import (
 )
 
 if TYPE_CHECKING:
-    from threadloom.core.context import ContextBlocks
     from threadloom.records import ContextBlock
+
+
+class ContextBlocks(Protocol):
+    """What the context tools need of a session's blocks (``core.context.ContextBlocks`` is one).
+
+    A protocol, so ``tools`` sits below ``core`` and never imports it.
+    """
+
+    def ensure_loaded(self) -> None: ...
+    def get_block(self, label: str) -> ContextBlock | None: ...
+    def get_blocks(self) -> list[ContextBlock]: ...
+    def set_block(self, label: str, content: str) -> ContextBlock: ...
+    def append_to_block(self, label: str, content: str) -> ContextBlock: ...
+    def set_skill(self, label: str, key: str, content: str, description: str | None = None) -> None: ...
+    def set_search_entry(self, label: str, key: str, content: str) -> None: ...
+    def load_skill(self, label: str, key: str) -> str | None: ...
+    def unload_skill(self, label: str, key: str) -> bool: ...
+    def loaded_skill_ids(self) -> list[str]: ...
+    def search_context(self, label: str, query: str) -> str | None: ...
+
 
 SET_CONTEXT = "set_context"
 LOAD_CONTEXT = "load_context"

@@ -35,8 +35,8 @@ from threadloom.live.status import idle_reason, status_report
 
 if TYPE_CHECKING:
     from threadloom.compaction.queue import CompactionQueue
-    from threadloom.core.limits import Limits
     from threadloom.core.manager import SessionManager
+    from threadloom.limits import Limits
     from threadloom.records import Message
 
 

@@ -27,8 +27,8 @@ from threadloom.tools.formats import to_anthropic_tools, to_bedrock_tool_config,
 
 if TYPE_CHECKING:
     from threadloom.api.models import ToolFormat
-    from threadloom.core.limits import Limits
     from threadloom.core.manager import SessionManager
+    from threadloom.limits import Limits
     from threadloom.tools.base import Tool
 
 

@@ -33,9 +33,9 @@ from threadloom.errors import NotFoundError, SessionNotFoundError, ValidationErr
 from threadloom.records import HistoryEntry, HistorySlice
 
 if TYPE_CHECKING:
-    from threadloom.core.limits import Limits
     from threadloom.core.manager import SessionManager
     from threadloom.core.session import Session
+    from threadloom.limits import Limits
     from threadloom.records import Message, SearchResult
 
 

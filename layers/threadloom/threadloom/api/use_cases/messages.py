@@ -28,8 +28,8 @@ from threadloom.records import OMITTED
 
 if TYPE_CHECKING:
     from threadloom.api.models import AppendIn
-    from threadloom.core.limits import Limits
     from threadloom.core.manager import SessionManager
+    from threadloom.limits import Limits
     from threadloom.records import Message, Omitted
 
 

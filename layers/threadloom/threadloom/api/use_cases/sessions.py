@@ -24,8 +24,8 @@ from threadloom.api.use_cases.common import require_message, require_session
 from threadloom.errors import NotFoundError, ValidationError
 
 if TYPE_CHECKING:
-    from threadloom.core.limits import Limits
     from threadloom.core.manager import SessionManager
+    from threadloom.limits import Limits
     from threadloom.records import SessionInfo
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from threadloom.storage.database import utc_now
+from threadloom.clock import utc_now
 from threadloom.storage.migrations import Migration, load_migrations
 from threadloom.storage.postgres.sql import PostgresSql
 

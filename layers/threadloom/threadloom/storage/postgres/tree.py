@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from threadloom.clock import utc_now
 from threadloom.compaction.overlays import apply_compactions
 from threadloom.core.messages import parse_stored_message
 from threadloom.errors import ConflictError, NotFoundError, StorageError
@@ -29,7 +30,7 @@ from threadloom.records import (
     StoredCompaction,
 )
 from threadloom.search import searchable_text, to_tsvector_literal
-from threadloom.storage.database import to_timestamp_text, utc_now
+from threadloom.storage.database import to_timestamp_text
 from threadloom.storage.history_pages import HistoryPageReader
 from threadloom.storage.postgres.connection import sqlstate
 from threadloom.storage.postgres.sql import PostgresSql

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from threadloom.search import parse_query, to_fts5_match
 from threadloom.storage.dialect import JUMP_SPAN, SqlDialect
-
-if TYPE_CHECKING:
-    from threadloom.storage.database import Database
 
 _NEXT_ACTIVITY = "(SELECT COALESCE(MAX(activity_seq), 0) + 1 FROM threadloom_sessions WHERE namespace = :namespace)"
 _FORK_PATH = (
@@ -491,10 +488,3 @@ class SqliteSql(SqlDialect):
     @classmethod
     def match_param(cls, query: str) -> str | None:
         return to_fts5_match(parse_query(query))
-
-    @classmethod
-    def prepare_message_search(cls, database: Database) -> None:
-        """Index the messages still waiting for it (:func:`threadloom.storage.sqlite.search_index.catch_up`)."""
-        from threadloom.storage.sqlite.search_index import catch_up  # that module reads this one's statements
-
-        catch_up(database)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from threadloom.storage.sqlite.database import DEFAULT_BUSY_TIMEOUT_S, DEFAULT_SYNCHRONOUS, SqliteDatabase
-from threadloom.storage.sqlite.sql import SqliteSql
+from threadloom.storage.sqlite.dialect import SqliteDialect
 from threadloom.storage.sqlite.tree import SqliteSessionProvider
 from threadloom.storage.store import SqlStore
 
@@ -26,7 +26,7 @@ class SqliteStore(SqlStore):
     >>> session = Session.create(SqliteStore("chat.db")).for_session("chat-1")
     """
 
-    sql = SqliteSql
+    sql = SqliteDialect
     migrations_package = "threadloom.storage.sqlite"
 
     def __init__(

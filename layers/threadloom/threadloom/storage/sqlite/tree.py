@@ -20,11 +20,12 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING
 
+from threadloom.clock import utc_now
 from threadloom.errors import NotFoundError
 from threadloom.records import OMITTED, AppendResult, Message, Omitted
-from threadloom.storage.database import utc_now
 from threadloom.storage.dialect import JUMP_SPAN
 from threadloom.storage.sqlite.database import translate_sqlite_error
+from threadloom.storage.sqlite.dialect import SqliteDialect
 from threadloom.storage.sqlite.search_index import after_appends
 from threadloom.storage.sqlite.sql import SqliteSql
 from threadloom.storage.tree import SqlSessionProvider, _PreparedMessage, leaf_moved
@@ -41,7 +42,7 @@ class SqliteSessionProvider(SqlSessionProvider):
     _database: SqliteDatabase
 
     def __init__(self, database: SqliteDatabase, session_id: str) -> None:
-        super().__init__(database, SqliteSql, session_id)
+        super().__init__(database, SqliteDialect, session_id)
 
     def append_message(
         self,

@@ -18,12 +18,11 @@ the database too, so duplicates always leave one effective overlay. Logs carry i
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
+from threadloom.compaction.queue import request_key
 from threadloom.errors import CompactionAlreadyStoredError, ConflictError
 
 if TYPE_CHECKING:
@@ -52,20 +51,6 @@ class CompactionOutcome(StrEnum):
     """The branch or the overlays changed while the summary was computed; nothing was stored."""
     SESSION_GONE = "session_gone"
     """The session no longer exists in the request's namespace."""
-
-
-def request_key(request: CompactionRequest) -> str:
-    """The key stored with the overlay so that handling ``request`` twice stores it once.
-
-    For a request naming a leaf it is the SHA-256 hex of ``(namespace, session_id, leaf_id)``, the same value
-    ``SqsCompactionQueue`` sends as ``MessageDeduplicationId``: re-sent triggers for one leaf are one request.
-    A request without a leaf ("whatever is latest when it runs") also hashes its ``requested_at``; otherwise every
-    such request of a session would share one key and only the first could ever compact.
-    """
-    parts: list[str | None] = list(request.dedup_key)
-    if request.leaf_id is None:
-        parts.append(request.requested_at)
-    return hashlib.sha256(json.dumps(parts).encode("utf-8")).hexdigest()
 
 
 class CompactionWorker:

@@ -1,0 +1,25 @@
+"""The one clock every timestamp comes from, below every layer that stamps records.
+
+Core stamps messages and storage stamps rows with the same text form, so the function lives
+under both (``threadloom.storage.database`` re-exports it for the backends).
+"""
+
+from __future__ import annotations
+
+import time
+
+_last_second: list[tuple[int, str]] = [(-1, "")]
+"""The last whole second :func:`utc_now` formatted, with its text (formatting it was most of the cost).
+
+One tuple, read and replaced whole, so threads can share it."""
+
+
+def utc_now() -> str:
+    """Timestamps are ISO-8601 UTC with milliseconds, identical on every backend."""
+    now = time.time()
+    second, text = _last_second[0]
+    if second != int(now):
+        second = int(now)
+        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        _last_second[0] = (second, text)
+    return f"{text}.{int(now * 1000) % 1000:03d}Z"
