@@ -3,7 +3,8 @@
 A Lambda response is capped at 6 MB, so an export larger than ``settings.export_inline_bytes``
 goes to the export bucket and the caller gets a short-lived presigned URL instead. Imports
 read the request body or an object of the export bucket under the tenant's own prefixes, so
-one tenant can never import another's file.
+one tenant can never import another's file. Every key and prefix carries the tenant percent-encoded
+(:func:`threadloom.lifecycle.derived.key_segment`): a claim holding ``/`` cannot spell a folder of another tenant.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from threadloom.api.observability import logger
 from threadloom.errors import NotFoundError, StorageUnavailableError, ValidationError
 from threadloom.lifecycle import erase_subject as erase
 from threadloom.lifecycle import export_sessions, import_sessions
-from threadloom.lifecycle.derived import export_object_prefix
+from threadloom.lifecycle.derived import EXPORT_PREFIX, export_object_prefix, key_segment
 
 if TYPE_CHECKING:
     from typing import IO
@@ -76,7 +77,8 @@ def import_from_bucket(runtime: Runtime, tenant: str, key: str) -> ImportOut:
     bucket = runtime.settings.export_bucket
     if not bucket:
         raise ValidationError("Importing from S3 needs an export bucket (THREADLOOM_EXPORT_BUCKET)")
-    allowed = (f"{IMPORT_PREFIX}{tenant}/", f"exports/{tenant}/")
+    own = key_segment(tenant)
+    allowed = (f"{IMPORT_PREFIX}{own}/", f"{EXPORT_PREFIX}{own}/")
     if not key.startswith(allowed) or ".." in key.split("/"):
         raise ValidationError(f"The key must start with {allowed[0]!r} or {allowed[1]!r}")
     try:
