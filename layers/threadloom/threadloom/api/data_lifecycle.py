@@ -3,8 +3,10 @@
 A Lambda response is capped at 6 MB, so an export larger than ``settings.export_inline_bytes``
 goes to the export bucket and the caller gets a short-lived presigned URL instead. Imports
 read the request body or an object of the export bucket under the tenant's own prefixes, so
-one tenant can never import another's file. Every key and prefix carries the tenant percent-encoded
-(:func:`threadloom.lifecycle.derived.key_segment`): a claim holding ``/`` cannot spell a folder of another tenant.
+one tenant can never import another's file. With ``THREADLOOM_EXPORT_SIGNING_KEY`` set, exports
+are signed (HMAC-SHA256) and only files signed with that key are imported. Every key and prefix
+carries the tenant percent-encoded (:func:`threadloom.lifecycle.derived.key_segment`): a claim
+holding ``/`` cannot spell a folder of another tenant.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from threadloom.errors import NotFoundError, StorageUnavailableError, Validation
 from threadloom.lifecycle import erase_subject as erase
 from threadloom.lifecycle import export_sessions, import_sessions
 from threadloom.lifecycle.derived import EXPORT_PREFIX, export_object_prefix, key_segment
+from threadloom.lifecycle.export_format import signing_key_from_environment
 
 if TYPE_CHECKING:
     from typing import IO
@@ -44,7 +47,9 @@ def require_scope(scopes: list[str] | None, claims: dict[str, Any] | None, neede
 def export_session(runtime: Runtime, tenant: str, session_id: str) -> bytes | ExportLink:
     """The session's export file, or a link to it in S3 when it is too large for a response."""
     buffer = io.BytesIO()
-    report = export_sessions(runtime.store.lifecycle(), tenant, [session_id], buffer)
+    report = export_sessions(
+        runtime.store.lifecycle(), tenant, [session_id], buffer, signing_key=signing_key_from_environment()
+    )
     data = buffer.getvalue()
     settings = runtime.settings
     if len(data) <= settings.export_inline_bytes:
@@ -67,7 +72,9 @@ def export_session(runtime: Runtime, tenant: str, session_id: str) -> bytes | Ex
 
 
 def import_file(runtime: Runtime, tenant: str, stream: IO[bytes]) -> ImportOut:
-    report = import_sessions(runtime.store.lifecycle(), tenant, stream, limits=runtime.limits)
+    report = import_sessions(
+        runtime.store.lifecycle(), tenant, stream, limits=runtime.limits, signing_key=signing_key_from_environment()
+    )
     logger.info("sessions imported", imported=len(report.imported), unchanged=len(report.unchanged))
     return ImportOut(imported=report.imported, unchanged=report.unchanged, messages=report.messages)
 
@@ -89,8 +96,7 @@ def import_from_bucket(runtime: Runtime, tenant: str, key: str) -> ImportOut:
             raise NotFoundError(f"No export file at {key!r}") from error
         raise StorageUnavailableError(f"Could not read {key!r} from the export bucket: {error}") from error
     with body:
-        data = body.read()
-    return import_file(runtime, tenant, io.BytesIO(data))
+        return import_file(runtime, tenant, body)  # streamed: copied to a temporary file, not read whole
 
 
 def delete_session(runtime: Runtime, tenant: str, session_id: str) -> None:

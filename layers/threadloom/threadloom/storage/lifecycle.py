@@ -23,6 +23,8 @@ from threadloom.storage.snapshot import (
 from threadloom.storage.tree import SqlSessionProvider
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from threadloom.storage.database import Database, Executor
     from threadloom.storage.dialect import SqlDialect
 
@@ -112,7 +114,7 @@ class SqlLifecycleStorage:
 
     # ----------------------------------------------------------------- writes
 
-    def write_sessions(self, namespace: str, snapshots: list[SessionSnapshot]) -> None:
+    def write_sessions(self, namespace: str, snapshots: Iterable[SessionSnapshot]) -> None:
         """Insert whole sessions, all in one transaction: any failure leaves the database untouched."""
         with self._database.write() as tx:
             for snapshot in snapshots:
