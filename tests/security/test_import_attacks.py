@@ -99,7 +99,7 @@ def sealed(body: list[dict[str, Any]], *, key: str | None = None, lines: list[by
     raw = lines if lines is not None else [(json.dumps(record) + "\n").encode() for record in body]
     footer: dict[str, Any] = {
         "type": "footer",
-        "sessions": sum(1 for line in raw if line.startswith(b'{"type": "session"')),
+        "sessions": sum(1 for line in raw if line.startswith((b'{"type": "session"', b'{"type":"session"'))),
         "records": len(raw) + 1,
         "sha256": hashlib.sha256(b"".join(raw)).hexdigest(),
     }
@@ -318,3 +318,28 @@ def test_the_cli_refuses_a_hostile_file_without_a_traceback_and_names_a_foreign_
     # Control: the file's own namespace gets no note
     same = run_cli("--database", str(tmp_path / "other.db"), "--namespace", TENANT, "import", str(good))
     assert same.returncode == 0 and "exported from namespace" not in same.stderr, same.stderr
+
+
+def test_a_prompt_line_may_be_longer_than_other_records_but_not_unbounded(store: Any) -> None:
+    limits = DEFAULT_LIMITS.with_overrides(
+        {"max_message_bytes": 1024, "max_block_bytes": 1024, "max_summary_bytes": 1024, "max_response_bytes": 262144}
+    )
+    cap = max_line_bytes(limits)
+
+    def with_prompt(content: str) -> bytes:
+        body = records()
+        body.append({"type": "prompt", "session_id": SID, "content": content, "updated_at": "2026-01-01T11:00:00.000Z"})
+        raw = [(json.dumps(record, separators=(",", ":")) + "\n").encode() for record in body]
+        return sealed([], lines=raw)
+
+    # A frozen prompt longer than the cap of other lines (but within max_response_bytes) imports
+    report = import_sessions(store.lifecycle(), TENANT, io.BytesIO(with_prompt("p" * (cap + 1000))), limits=limits)
+    assert report.imported == [SID]
+    # A prompt line past its own cap is refused before it is read whole; the control above imported
+    prompt_cap = 6 * 262144 + 64 * 1024
+    with pytest.raises(ExportFormatError, match=f"Line 6 is longer than {prompt_cap} bytes"):
+        import_sessions(store.lifecycle(), TENANT, io.BytesIO(with_prompt("p" * (prompt_cap + 10))), limits=limits)
+    # And a message line of the prompt's size is refused at the smaller cap
+    big = changed(lambda body: body[2]["message"]["parts"][0].update(text="m" * (cap + 1000)))
+    with pytest.raises(ExportFormatError, match=f"Line 3 is longer than {cap} bytes"):
+        import_sessions(store.lifecycle(), TENANT, io.BytesIO(sealed(big)), limits=limits)

@@ -226,16 +226,36 @@ def _lines(stream: IO[bytes], limits: Limits) -> Iterator[tuple[int, bytes]]:
         if not raw:
             return
         number += 1
-        limit = cap
-        if len(raw) > cap and not raw.endswith(b"\n") and raw.startswith(PROMPT_LINE_START):
-            limit = prompt_cap
-            raw += stream.readline(prompt_cap + 1 - len(raw))
-        if len(raw) > limit and not raw.endswith(b"\n"):
+        limit: int | None = None
+        if len(raw) > cap and not raw.endswith(b"\n"):
+            limit = cap
+            if raw.startswith(PROMPT_LINE_START):
+                limit = prompt_cap
+                whole = _rest_of_line(stream, raw, prompt_cap)
+                if whole is not None:
+                    raw, limit = whole, None
+        if limit is not None:
             raise ExportFormatError(
                 f"Line {number} is longer than {limit} bytes, more than any record can take under these limits "
                 "(nothing was imported)"
             )
         yield number, raw
+
+
+def _rest_of_line(stream: IO[bytes], start: bytes, cap: int) -> bytes | None:
+    """``start`` and the rest of its line, read in pieces into one buffer; ``None`` past ``cap`` bytes.
+
+    A refused line then costs its cap once, not twice (a concatenation copies).
+    """
+    buffer = bytearray(start)
+    while len(buffer) <= cap and not buffer.endswith(b"\n"):
+        piece = stream.readline(min(1024 * 1024, cap + 1 - len(buffer)))
+        if not piece:
+            break
+        buffer += piece
+    if len(buffer) > cap and not buffer.endswith(b"\n"):
+        return None
+    return bytes(buffer)
 
 
 def read_export(
