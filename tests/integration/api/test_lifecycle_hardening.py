@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -172,3 +173,41 @@ def test_a_legal_hold_needs_the_admin_scope(tmp_path: Path, store: Any) -> None:
     assert status == 200 and held["legalHold"] is True
     assert call("PATCH", f"/sessions/{sid}", {"legalHold": False})[0] == 403
     assert call("GET", f"/sessions/{sid}")[1]["legalHold"] is True
+
+
+def test_a_tenant_holding_a_slash_has_its_own_skills_in_s3(tmp_path: Path, store: Any) -> None:
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="threadloom-skills")
+        runtime, _ = seeded_runtime(tmp_path, store=store, skills_bucket="threadloom-skills", skills_prefix="skills/")
+        nested = runtime._skills_for(None, None, "acme/x")
+        plain = runtime._skills_for(None, None, "acme")
+        assert nested is not None and plain is not None
+        nested.set("notes", "acme/x's own skill", "Notes of acme/x")  # type: ignore[attr-defined]
+        keys = [item["Key"] for item in s3.list_objects_v2(Bucket="threadloom-skills")["Contents"]]
+        assert len(keys) == 1 and keys[0].startswith("skills/.tenants/") and "acme" not in keys[0]
+        assert plain.load("notes") is None  # type: ignore[attr-defined]
+        assert nested.load("notes") == "acme/x's own skill"  # type: ignore[attr-defined]
+
+
+def test_a_write_is_answered_when_its_record_cannot_be_indexed(
+    tmp_path: Path, store: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    with mock_aws():
+        deployed(tmp_path, store)
+
+        def throttled(**kwargs: Any) -> None:
+            raise RuntimeError("throttled")
+
+        client = aws_client("dynamodb")
+        client.meta.events.register("before-call.dynamodb.UpdateItem", throttled)
+        caplog.set_level(logging.WARNING)
+        status, created = call("POST", "/sessions", {"name": "Answered"}, **{"idempotency-key": "k5"})
+        assert status == 201
+        assert any(record.getMessage() == "idempotency record not indexed" for record in caplog.records)
+        client.meta.events.unregister("before-call.dynamodb.UpdateItem", throttled)
+        # Control: indexed again on the replay, so a delete now removes the record
+        assert call("POST", "/sessions", {"name": "Answered"}, **{"idempotency-key": "k5"})[1]["id"] == created["id"]
+        assert call("DELETE", f"/sessions/{created['id']}")[0] == 200
+        items = boto3.client("dynamodb", region_name="us-east-1").scan(TableName=IDEMPOTENCY)["Items"]
+        assert created["id"] not in json.dumps(items)

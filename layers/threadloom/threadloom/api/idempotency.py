@@ -27,6 +27,7 @@ import urllib.parse
 from typing import TYPE_CHECKING, Any, cast
 
 from threadloom.api.exceptions import IdempotencyInProgressError, IdempotencyKeyReusedError
+from threadloom.api.observability import logger
 from threadloom.lifecycle.derived import aws_client, idempotency_index_key
 
 if TYPE_CHECKING:
@@ -149,7 +150,10 @@ def run_idempotent(
     tenant, path = scope[0], scope[-1]
     named = sessions_named(path, body)
     if record_id and named:
-        index_record(table, tenant, named, record_id)
+        try:
+            index_record(table, tenant, named, record_id)
+        except Exception as error:  # the write succeeded: answer it; the record still expires within the hour
+            logger.warning("idempotency record not indexed", error=str(error), sessions=len(named))
     return int(stored["status"]), body
 
 
