@@ -102,12 +102,15 @@ def get_session(sessionId: str) -> SessionOut:
 
 @router.patch(
     "/sessions/<sessionId>",
-    summary="Rename a session or set its legal hold",
+    summary="Rename a session or set its legal hold (the hold needs the admin scope)",
     tags=["sessions"],
     operation_id="renameSession",
-    responses=responses(200, SessionOut, "The updated session", *SESSION, *BODY),
+    responses=responses(200, SessionOut, "The updated session", *SESSION, *BODY, 403),
 )
 def rename_session(sessionId: str, body: Annotated[SessionRename, Body()]) -> SessionOut:
+    if body.legal_hold is not None:
+        authorizer = router.current_event.request_context.authorizer
+        data_lifecycle.require_scope(authorizer.jwt_scopes, authorizer.jwt_claim, get_runtime().settings.admin_scope)
     return use_cases.update_session(manager(router), sessionId, name=body.name, legal_hold=body.legal_hold)
 
 

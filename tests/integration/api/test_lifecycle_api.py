@@ -65,13 +65,17 @@ def test_sessions_record_their_subject_and_hold(tmp_path: Path) -> None:
     assert opened[0] == 201 and json.loads(opened[2])["subjectId"] == TENANT
     given = json.loads(call("POST", "/sessions", {"name": "For Zoe", "subjectId": "zoe"})[2])
     assert given["subjectId"] == "zoe"
-    held = call("PATCH", f"/sessions/{given['id']}", {"legalHold": True})
+    refused = call("PATCH", f"/sessions/{given['id']}", {"legalHold": True})
+    assert refused[0] == 403 and "'threadloom/admin' scope" in json.loads(refused[2])["error"]["message"]
+    admin = ["threadloom/admin"]
+    held = call("PATCH", f"/sessions/{given['id']}", {"legalHold": True}, scopes=admin)
     assert held[0] == 200 and json.loads(held[2])["legalHold"] is True and json.loads(held[2])["name"] == "For Zoe"
-    both = json.loads(call("PATCH", f"/sessions/{given['id']}", {"name": "Zoe", "legalHold": False})[2])
+    both = json.loads(call("PATCH", f"/sessions/{given['id']}", {"name": "Zoe", "legalHold": False}, scopes=admin)[2])
     assert both["name"] == "Zoe" and both["legalHold"] is False
     empty = call("PATCH", f"/sessions/{given['id']}", {})
     assert empty[0] == 400 and json.loads(empty[2])["error"]["message"] == "Send 'name', 'legalHold' or both"
-    assert call("PATCH", "/sessions/nope", {"legalHold": True})[0] == 404
+    assert call("PATCH", "/sessions/nope", {"legalHold": True}, scopes=admin)[0] == 404
+    assert call("PATCH", "/sessions/nope", {"legalHold": True})[0] == 403  # the scope first: nothing is revealed
 
 
 def test_export_then_import_the_upload(tmp_path: Path) -> None:

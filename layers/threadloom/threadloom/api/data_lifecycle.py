@@ -3,7 +3,10 @@
 A Lambda response is capped at 6 MB, so an export larger than ``settings.export_inline_bytes``
 goes to the export bucket and the caller gets a short-lived presigned URL instead. Imports
 read the request body or an object of the export bucket under the tenant's own prefixes, so
-one tenant can never import another's file.
+one tenant can never import another's file. With ``THREADLOOM_EXPORT_SIGNING_KEY`` set, exports
+are signed (HMAC-SHA256) and only files signed with that key are imported. Every key and prefix
+carries the tenant percent-encoded (:func:`threadloom.lifecycle.derived.key_segment`): a claim
+holding ``/`` cannot spell a folder of another tenant.
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from threadloom.api.observability import logger
 from threadloom.errors import NotFoundError, StorageUnavailableError, ValidationError
 from threadloom.lifecycle import erase_subject as erase
 from threadloom.lifecycle import export_sessions, import_sessions
-from threadloom.lifecycle.derived import export_object_prefix
+from threadloom.lifecycle.derived import EXPORT_PREFIX, export_object_prefix, key_segment
+from threadloom.lifecycle.export_format import signing_key_from_environment
 
 if TYPE_CHECKING:
     from typing import IO
@@ -43,7 +47,9 @@ def require_scope(scopes: list[str] | None, claims: dict[str, Any] | None, neede
 def export_session(runtime: Runtime, tenant: str, session_id: str) -> bytes | ExportLink:
     """The session's export file, or a link to it in S3 when it is too large for a response."""
     buffer = io.BytesIO()
-    report = export_sessions(runtime.store.lifecycle(), tenant, [session_id], buffer)
+    report = export_sessions(
+        runtime.store.lifecycle(), tenant, [session_id], buffer, signing_key=signing_key_from_environment()
+    )
     data = buffer.getvalue()
     settings = runtime.settings
     if len(data) <= settings.export_inline_bytes:
@@ -67,7 +73,14 @@ def export_session(runtime: Runtime, tenant: str, session_id: str) -> bytes | Ex
 
 def import_file(runtime: Runtime, tenant: str, stream: IO[bytes]) -> ImportOut:
     writable = [block.label for block in runtime.profile.blocks if block.kind == "writable"]
-    report = import_sessions(runtime.store.lifecycle(), tenant, stream, limits=runtime.limits, block_labels=writable)
+    report = import_sessions(
+        runtime.store.lifecycle(),
+        tenant,
+        stream,
+        limits=runtime.limits,
+        block_labels=writable,
+        signing_key=signing_key_from_environment(),
+    )
     logger.info("sessions imported", imported=len(report.imported), unchanged=len(report.unchanged))
     return ImportOut(imported=report.imported, unchanged=report.unchanged, messages=report.messages)
 
@@ -77,7 +90,8 @@ def import_from_bucket(runtime: Runtime, tenant: str, key: str) -> ImportOut:
     bucket = runtime.settings.export_bucket
     if not bucket:
         raise ValidationError("Importing from S3 needs an export bucket (THREADLOOM_EXPORT_BUCKET)")
-    allowed = (f"{IMPORT_PREFIX}{tenant}/", f"exports/{tenant}/")
+    own = key_segment(tenant)
+    allowed = (f"{IMPORT_PREFIX}{own}/", f"{EXPORT_PREFIX}{own}/")
     if not key.startswith(allowed) or ".." in key.split("/"):
         raise ValidationError(f"The key must start with {allowed[0]!r} or {allowed[1]!r}")
     try:
@@ -88,8 +102,7 @@ def import_from_bucket(runtime: Runtime, tenant: str, key: str) -> ImportOut:
             raise NotFoundError(f"No export file at {key!r}") from error
         raise StorageUnavailableError(f"Could not read {key!r} from the export bucket: {error}") from error
     with body:
-        data = body.read()
-    return import_file(runtime, tenant, io.BytesIO(data))
+        return import_file(runtime, tenant, body)  # streamed: copied to a temporary file, not read whole
 
 
 def delete_session(runtime: Runtime, tenant: str, session_id: str) -> None:

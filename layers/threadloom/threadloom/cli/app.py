@@ -149,19 +149,21 @@ def export(
 ) -> None:
     """Export sessions, whole and with their ids, to a JSONL file (docs/export-format.md)."""
     from threadloom.lifecycle import export_sessions
+    from threadloom.lifecycle.export_format import signing_key_from_environment
 
     state = _state(ctx)
+    key = signing_key_from_environment()
     with state.store() as store:
         ids = session_ids or [info.id for info in store.registry(state.namespace).list()]
         if str(output) == "-":
-            report = export_sessions(store.lifecycle(), state.namespace, ids, sys.stdout.buffer)
+            report = export_sessions(store.lifecycle(), state.namespace, ids, sys.stdout.buffer, signing_key=key)
             sys.stdout.flush()
             return
         partial = output.with_name(output.name + ".partial")
         try:
             with partial.open("wb") as stream, state.out.progress("Exporting", len(ids)) as advance:
                 report = export_sessions(
-                    store.lifecycle(), state.namespace, ids, stream, on_session=lambda _: advance()
+                    store.lifecycle(), state.namespace, ids, stream, on_session=lambda _: advance(), signing_key=key
                 )
             partial.replace(output)  # a failed export never leaves a file that looks complete
         finally:
@@ -182,24 +184,35 @@ def import_(
 ) -> None:
     """Import an export: all or nothing, ids kept, idempotent (sessions already present are left alone)."""
     from threadloom.lifecycle import import_sessions
+    from threadloom.lifecycle.export_format import signing_key_from_environment
 
     state = _state(ctx)
     limits = _profile(profile).limits.to_limits() if profile else None
+    key = signing_key_from_environment()
     with state.store() as store:
         if str(file) == "-":
-            report = import_sessions(store.lifecycle(), state.namespace, sys.stdin.buffer, limits=limits)
+            report = import_sessions(
+                store.lifecycle(), state.namespace, sys.stdin.buffer, limits=limits, signing_key=key
+            )
         else:
             try:
                 stream = file.open("rb")
             except OSError as error:
                 raise ValidationError(f"Cannot read {file}: {error.strerror}") from error
             with stream, state.out.progress("Validating and importing", None):
-                report = import_sessions(store.lifecycle(), state.namespace, stream, limits=limits)
+                report = import_sessions(store.lifecycle(), state.namespace, stream, limits=limits, signing_key=key)
     state.out.result(
         {"imported": report.imported, "unchanged": report.unchanged, "messages": report.messages},
         text=f"Imported {plural(len(report.imported), 'session')} ({plural(report.messages, 'message')}); "
         f"{len(report.unchanged)} already present and unchanged.",
     )
+    if report.source_namespace is not None and report.source_namespace != state.namespace:
+        state.out.stderr.print(
+            f"Note: {file} was exported from namespace {report.source_namespace!r}; its sessions were imported "
+            f"into namespace {state.namespace!r} (--namespace).",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 # ------------------------------------------------------------ delete, erase

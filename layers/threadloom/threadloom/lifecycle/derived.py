@@ -1,9 +1,12 @@
 """Erasers for what the deployed stack keeps about a session outside the database (``DerivedDataEraser``).
 
 - the frozen prompt in the DynamoDB prompt cache (item ``<tenant>#<session id>``);
-- Powertools idempotency records whose stored response names the session (a create or
-  fork replays the session's name); they expire within an hour, but erasure cannot wait;
-- export files written to S3 for presigned downloads (``exports/<tenant>/<session id>/…``).
+- Powertools idempotency records of the session's writes (a create or fork replays the
+  session's name); they expire within an hour, but erasure cannot wait. Each keyed write
+  also lists its record in a per-session index item (:func:`idempotency_index_key`), so
+  erasing reads one item by its exact key instead of scanning the table;
+- export files written to S3 for presigned downloads (``exports/<tenant>/<session id>/…``,
+  the tenant and id encoded by :func:`key_segment`).
 
 Clients are created lazily (boto3 is imported only when an eraser first runs).
 """
@@ -11,6 +14,8 @@ Clients are created lazily (boto3 is imported only when an eraser first runs).
 from __future__ import annotations
 
 import functools
+import hashlib
+import urllib.parse
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -18,6 +23,7 @@ if TYPE_CHECKING:
     from mypy_boto3_s3.client import S3Client
 
 EXPORT_PREFIX = "exports/"
+IDEMPOTENCY_INDEX_PREFIX = "session-records#"
 
 
 @functools.cache
@@ -30,9 +36,34 @@ def aws_client(service: str) -> Any:
     return boto3.session.Session().client(service, config=client_config())  # type: ignore[call-overload]
 
 
+def key_segment(value: str) -> str:
+    """One S3 key segment for a tenant or id: percent-encoded, so no claim (``acme/x``) spells a deeper prefix.
+
+    Every character but ``A-Z a-z 0-9 - _ . ~`` is encoded, ``/`` and ``%`` included, and ``.``/``..``
+    (which some tools read as path steps) become ``%2E``/``%2E%2E``: distinct values give distinct
+    segments and no segment is a prefix of another's folder.
+    """
+    encoded = urllib.parse.quote(value, safe="")
+    return encoded.replace(".", "%2E") if not encoded.strip(".") else encoded
+
+
 def export_object_prefix(namespace: str, session_id: str) -> str:
     """Where a session's export files live in the export bucket."""
-    return f"{EXPORT_PREFIX}{namespace}/{session_id}/"
+    return f"{EXPORT_PREFIX}{key_segment(namespace)}/{key_segment(session_id)}/"
+
+
+def idempotency_index_key(namespace: str, session_id: str) -> str:
+    """The id of the item listing a session's idempotency records: exact, tenant-scoped, unforgeable.
+
+    SHA-256 over the length-prefixed namespace and session id, so no tenant claim or session id
+    (``:``, or one that is a substring of another's) names another tenant's index.
+    """
+    digest = hashlib.sha256()
+    for part in (namespace, session_id):
+        data = part.encode("utf-8", "surrogatepass")
+        digest.update(len(data).to_bytes(8, "big"))
+        digest.update(data)
+    return f"{IDEMPOTENCY_INDEX_PREFIX}{digest.hexdigest()}"
 
 
 class DynamoDBPromptCacheEraser:
@@ -53,10 +84,11 @@ class DynamoDBPromptCacheEraser:
 
 
 class IdempotencyRecordEraser:
-    """Deletes idempotency records whose remembered response mentions the session id.
+    """Deletes the idempotency records of the session's writes, listed in its index item.
 
-    The records are keyed by a hash of the client's key, so they are found by a filtered
-    scan; the table only holds the last hour of writes (its TTL), which keeps that cheap.
+    ``threadloom.api.idempotency`` adds every keyed write's record id to the item
+    :func:`idempotency_index_key` names (with the records' expiry), so this reads one item by
+    its exact key and deletes what it lists: no scan, and nothing of another tenant or session.
     """
 
     kind = "idempotency_records"
@@ -67,19 +99,14 @@ class IdempotencyRecordEraser:
 
     def erase_session(self, namespace: str, session_id: str) -> int:
         client: DynamoDBClient = self._client or aws_client("dynamodb")
+        index = {"id": {"S": idempotency_index_key(namespace, session_id)}}
+        item = client.get_item(TableName=self._table, Key=index, ConsistentRead=True).get("Item") or {}
         removed = 0
-        paginator = client.get_paginator("scan")
-        pages = paginator.paginate(
-            TableName=self._table,
-            FilterExpression="contains(#data, :sid)",
-            ExpressionAttributeNames={"#data": "data", "#id": "id"},
-            ExpressionAttributeValues={":sid": {"S": session_id}},
-            ProjectionExpression="#id",
-        )
-        for page in pages:
-            for item in page.get("Items", []):
-                client.delete_item(TableName=self._table, Key={"id": item["id"]})
-                removed += 1
+        for record_id in sorted(item.get("records", {}).get("SS", [])):
+            response = client.delete_item(TableName=self._table, Key={"id": {"S": record_id}}, ReturnValues="ALL_OLD")
+            removed += 1 if response.get("Attributes") else 0
+        if item:
+            client.delete_item(TableName=self._table, Key=index)
         return removed
 
 
@@ -108,7 +135,10 @@ __all__ = [
     "EXPORT_PREFIX",
     "aws_client",
     "DynamoDBPromptCacheEraser",
+    "IDEMPOTENCY_INDEX_PREFIX",
     "IdempotencyRecordEraser",
     "S3ExportEraser",
     "export_object_prefix",
+    "idempotency_index_key",
+    "key_segment",
 ]

@@ -10,8 +10,12 @@ is refused as a whole.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
+import os
+import re
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from threadloom.clock import utc_now
@@ -38,7 +42,6 @@ class UnsupportedVersionError(ExportFormatError):
     """The file was written by a newer Threadloom in a format version this one cannot read."""
 
 
-TIMESTAMP_CHARS: Final = 64
 _T = TypeVar("_T")
 
 
@@ -127,9 +130,10 @@ def snapshot_records(snapshot: SessionSnapshot) -> Iterator[dict[str, Any]]:
 class ExportWriter:
     """Writes the header, then whole sessions, then the footer that seals the file."""
 
-    def __init__(self, stream: IO[bytes], *, namespace: str | None = None) -> None:
+    def __init__(self, stream: IO[bytes], *, namespace: str | None = None, signing_key: bytes | None = None) -> None:
         self._stream = stream
         self._digest = hashlib.sha256()
+        self._signature = hmac.new(signing_key, digestmod=hashlib.sha256) if signing_key else None
         self._records = 0
         self._sessions = 0
         header = {"type": "header", "format": FORMAT_NAME, "version": FORMAT_VERSION, "exported_at": utc_now()}
@@ -140,6 +144,8 @@ class ExportWriter:
     def _write(self, record: dict[str, Any]) -> None:
         line = _line(record)
         self._digest.update(line)
+        if self._signature is not None:
+            self._signature.update(line)
         self._records += 1
         self._stream.write(line)
 
@@ -155,6 +161,8 @@ class ExportWriter:
             "records": self._records + 1,
             "sha256": self._digest.hexdigest(),
         }
+        if self._signature is not None:
+            footer["hmac_sha256"] = self._signature.hexdigest()
         self._stream.write(_line(footer))
 
     @property
@@ -162,9 +170,15 @@ class ExportWriter:
         return self._sessions
 
 
-def write_export(snapshots: Iterable[SessionSnapshot], stream: IO[bytes], *, namespace: str | None = None) -> int:
-    """Write a complete export; returns the number of sessions written."""
-    writer = ExportWriter(stream, namespace=namespace)
+def write_export(
+    snapshots: Iterable[SessionSnapshot],
+    stream: IO[bytes],
+    *,
+    namespace: str | None = None,
+    signing_key: bytes | None = None,
+) -> int:
+    """Write a complete export (signed with ``signing_key`` when given); returns the number of sessions written."""
+    writer = ExportWriter(stream, namespace=namespace, signing_key=signing_key)
     for snapshot in snapshots:
         writer.add(snapshot)
     writer.close()
@@ -174,52 +188,156 @@ def write_export(snapshots: Iterable[SessionSnapshot], stream: IO[bytes], *, nam
 # ------------------------------------------------------------------ reading
 
 
-def read_export(stream: IO[bytes], limits: Limits | None = None) -> tuple[ExportHeader, list[SessionSnapshot]]:
-    """Parse and validate a whole export against the API's ``limits``; raises :class:`ExportFormatError`."""
-    checks = limits or DEFAULT_LIMITS
-    digest = hashlib.sha256()
-    header: ExportHeader | None = None
-    builder: _SessionBuilder | None = None
-    sessions: list[SessionSnapshot] = []
-    seen_ids: set[str] = set()
-    records = 0
-    footer: dict[str, Any] | None = None
-    for number, raw in enumerate(stream, start=1):
-        if footer is not None:
-            raise ExportFormatError(f"Line {number}: data after the footer")
-        record = _parse_line(raw, number)
-        kind = record.get("type")
-        if header is None:
-            header = _header(record, number)
-        elif kind == "footer":
-            footer = record
-            break_digest = digest.hexdigest()
-            _check_footer(
-                footer, number, records=records, sessions=len(sessions) + (builder is not None), sha=break_digest
+ESCAPE_FACTOR: Final = 6
+"""The most JSON escaping can grow text: a control character is written ``\\u00XX``."""
+RECORD_OVERHEAD: Final = 64 * 1024
+"""Room for a record's other fields (ids, timestamps, names) beside its one large value."""
+PROMPT_LINE_START: Final = b'{"type":"prompt"'
+SIGNING_KEY_VARIABLE: Final = "THREADLOOM_EXPORT_SIGNING_KEY"
+TIMESTAMP_PATTERN: Final = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
+TIMESTAMP_SKEW: Final = timedelta(days=1)
+"""How far past this host's clock an imported timestamp may be (clocks differ); later is refused."""
+
+
+def max_line_bytes(limits: Limits) -> int:
+    """The longest line a message, block, summary or skills record can take under ``limits``."""
+    largest = max(limits.max_message_bytes, limits.max_block_bytes, limits.max_summary_bytes)
+    return ESCAPE_FACTOR * largest + RECORD_OVERHEAD
+
+
+def max_prompt_line_bytes(limits: Limits) -> int:
+    """The longest line a frozen prompt record can take (a rendering of every block, up to a response)."""
+    return ESCAPE_FACTOR * limits.max_response_bytes + RECORD_OVERHEAD
+
+
+def signing_key_from_environment() -> bytes | None:
+    """The deployment's export signing secret (``THREADLOOM_EXPORT_SIGNING_KEY``), or ``None`` when signing is off."""
+    value = os.environ.get(SIGNING_KEY_VARIABLE, "")
+    return value.encode("utf-8") if value else None
+
+
+def _lines(stream: IO[bytes], limits: Limits) -> Iterator[tuple[int, bytes]]:
+    """The file's lines, numbered; a line longer than any valid record is refused before it is all read."""
+    cap = max_line_bytes(limits)
+    prompt_cap = max_prompt_line_bytes(limits)
+    number = 0
+    while True:
+        raw = stream.readline(cap + 1)
+        if not raw:
+            return
+        number += 1
+        limit: int | None = None
+        if len(raw) > cap and not raw.endswith(b"\n"):
+            limit = cap
+            if raw.startswith(PROMPT_LINE_START):
+                limit = prompt_cap
+                whole = _rest_of_line(stream, raw, prompt_cap)
+                if whole is not None:
+                    raw, limit = whole, None
+        if limit is not None:
+            raise ExportFormatError(
+                f"Line {number} is longer than {limit} bytes, more than any record can take under these limits "
+                "(nothing was imported)"
             )
-            continue
-        elif kind == "session":
-            if builder is not None:
-                sessions.append(builder.finish())
-            builder = _SessionBuilder(record, number, checks)
-            if builder.id in seen_ids:
-                raise ExportFormatError(f"Line {number}: session {builder.id!r} appears twice")
-            seen_ids.add(builder.id)
-        elif kind in ("message", "compaction", "block", "prompt", "loaded_skills"):
-            if builder is None or record.get("session_id") != builder.id:
-                raise ExportFormatError(f"Line {number}: a {kind} record must follow its session's record")
-            builder.add(kind, record, number)
-        else:
-            raise ExportFormatError(f"Line {number}: unknown record type {kind!r}")
-        digest.update(raw)
-        records += 1
-    if header is None:
-        raise ExportFormatError("The file is empty; an export starts with a header line")
-    if footer is None:
-        raise ExportFormatError("The file is truncated: the footer line is missing (nothing was imported)")
-    if builder is not None:
-        sessions.append(builder.finish())
-    return header, sessions
+        yield number, raw
+
+
+def _rest_of_line(stream: IO[bytes], start: bytes, cap: int) -> bytes | None:
+    """``start`` and the rest of its line, read in pieces into one buffer; ``None`` past ``cap`` bytes.
+
+    A refused line then costs its cap once, not twice (a concatenation copies).
+    """
+    buffer = bytearray(start)
+    while len(buffer) <= cap and not buffer.endswith(b"\n"):
+        piece = stream.readline(min(1024 * 1024, cap + 1 - len(buffer)))
+        if not piece:
+            break
+        buffer += piece
+    if len(buffer) > cap and not buffer.endswith(b"\n"):
+        return None
+    return bytes(buffer)
+
+
+def read_export(
+    stream: IO[bytes], limits: Limits | None = None, *, signing_key: bytes | None = None
+) -> tuple[ExportHeader, list[SessionSnapshot]]:
+    """Parse and validate a whole export against the API's ``limits``; raises :class:`ExportFormatError`.
+
+    Holds every session in memory: :class:`ExportReader` streams them one at a time instead.
+    """
+    reader = ExportReader(stream, limits, signing_key=signing_key)
+    sessions = list(reader.sessions())
+    assert reader.header is not None  # a file without one is refused
+    return reader.header, sessions
+
+
+class ExportReader:
+    """Streams an export's sessions one at a time, validating as it goes; the footer is checked last.
+
+    Memory is one line (capped by :func:`max_line_bytes`) and one session. A session is yielded
+    before the footer is read, so a caller that writes must do it in a transaction the final
+    check can roll back (``import_sessions`` validates the whole file in a first pass anyway).
+    With ``signing_key``, the footer must carry a matching ``hmac_sha256``: an unsigned or
+    tampered file is refused.
+    """
+
+    def __init__(self, stream: IO[bytes], limits: Limits | None = None, *, signing_key: bytes | None = None) -> None:
+        self._stream = stream
+        self._limits = limits or DEFAULT_LIMITS
+        self._signing_key = signing_key
+        self.header: ExportHeader | None = None
+
+    def sessions(self) -> Iterator[SessionSnapshot]:
+        checks = self._limits
+        digest = hashlib.sha256()
+        signature = hmac.new(self._signing_key, digestmod=hashlib.sha256) if self._signing_key else None
+        builder: _SessionBuilder | None = None
+        sessions = 0
+        seen_ids: set[str] = set()
+        records = 0
+        footer: dict[str, Any] | None = None
+        for number, raw in _lines(self._stream, checks):
+            if footer is not None:
+                raise ExportFormatError(f"Line {number}: data after the footer")
+            record = _parse_line(raw, number)
+            kind = record.get("type")
+            if self.header is None:
+                self.header = _header(record, number)
+            elif kind == "footer":
+                footer = record
+                _check_footer(
+                    footer,
+                    number,
+                    records=records,
+                    sessions=sessions + (builder is not None),
+                    sha=digest.hexdigest(),
+                    signature=signature.hexdigest() if signature is not None else None,
+                )
+                continue
+            elif kind == "session":
+                if builder is not None:
+                    yield builder.finish()
+                    sessions += 1
+                builder = _SessionBuilder(record, number, checks)
+                if builder.id in seen_ids:
+                    raise ExportFormatError(f"Line {number}: session {builder.id!r} appears twice")
+                seen_ids.add(builder.id)
+            elif kind in ("message", "compaction", "block", "prompt", "loaded_skills"):
+                if builder is None or record.get("session_id") != builder.id:
+                    raise ExportFormatError(f"Line {number}: a {kind} record must follow its session's record")
+                builder.add(kind, record, number)
+            else:
+                raise ExportFormatError(f"Line {number}: unknown record type {kind!r}")
+            digest.update(raw)
+            if signature is not None:
+                signature.update(raw)
+            records += 1
+        if self.header is None:
+            raise ExportFormatError("The file is empty; an export starts with a header line")
+        if footer is None:
+            raise ExportFormatError("The file is truncated: the footer line is missing (nothing was imported)")
+        if builder is not None:
+            yield builder.finish()
 
 
 def _parse_line(raw: bytes, number: int) -> dict[str, Any]:
@@ -233,6 +351,8 @@ def _parse_line(raw: bytes, number: int) -> dict[str, Any]:
         record = json.loads(text, parse_constant=_no_constant)
     except ValueError as exc:
         raise ExportFormatError(f"Line {number} is not valid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise ExportFormatError(f"Line {number} nests JSON arrays or objects too deeply") from exc
     if not isinstance(record, dict):
         raise ExportFormatError(f"Line {number} must be a JSON object")
     _check_text_rules(record, number)
@@ -277,7 +397,9 @@ def _header(record: dict[str, Any], number: int) -> ExportHeader:
     return ExportHeader(version, str(record.get("exported_at", "")), namespace if isinstance(namespace, str) else None)
 
 
-def _check_footer(footer: dict[str, Any], number: int, *, records: int, sessions: int, sha: str) -> None:
+def _check_footer(
+    footer: dict[str, Any], number: int, *, records: int, sessions: int, sha: str, signature: str | None
+) -> None:
     if footer.get("records") != records + 1 or footer.get("sessions") != sessions:
         raise ExportFormatError(
             f"Line {number}: the footer counts {footer.get('records')} records and {footer.get('sessions')} sessions "
@@ -286,6 +408,19 @@ def _check_footer(footer: dict[str, Any], number: int, *, records: int, sessions
     if footer.get("sha256") != sha:
         raise ExportFormatError(
             f"Line {number}: checksum mismatch: the file was modified after export (nothing was imported)"
+        )
+    if signature is None:
+        return
+    signed = footer.get("hmac_sha256")
+    if not isinstance(signed, str):
+        raise ExportFormatError(
+            f"Line {number}: the file is not signed, and this deployment imports only signed exports "
+            "(nothing was imported)"
+        )
+    if not hmac.compare_digest(signed, signature):
+        raise ExportFormatError(
+            f"Line {number}: signature mismatch: the file was modified after export or signed with another key "
+            "(nothing was imported)"
         )
 
 
@@ -309,6 +444,26 @@ def _text(record: dict[str, Any], name: str, number: int, *, max_chars: int, opt
     value = _field(record, name, number, str, optional=optional)
     if value is not None:
         _checked(number, check_text, value, name.replace("_", " "), max_chars=max_chars)
+    return value
+
+
+def _timestamp(record: dict[str, Any], name: str, number: int) -> str:
+    """A timestamp as Threadloom writes them (``2026-01-31T12:00:00.000Z``), a real instant, not in the future.
+
+    Retention compares these, so ``9999-…`` (never expires) or ``zzzz`` (sorts after every date on
+    SQLite) would keep a session forever.
+    """
+    value: str = _field(record, name, number, str)
+    if not TIMESTAMP_PATTERN.fullmatch(value):
+        raise ExportFormatError(
+            f"Line {number}: {name} {value[:40]!r} is not a UTC timestamp like 2026-01-31T12:00:00.000Z"
+        )
+    try:
+        instant = datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    except ValueError as exc:
+        raise ExportFormatError(f"Line {number}: {name} {value!r} is not a real date and time") from exc
+    if instant > datetime.now(UTC) + TIMESTAMP_SKEW:
+        raise ExportFormatError(f"Line {number}: {name} {value!r} is in the future")
     return value
 
 
@@ -341,8 +496,8 @@ class _SessionBuilder:
             "subject_id": _text(record, "subject_id", number, max_chars=names, optional=True),
             "legal_hold": _field(record, "legal_hold", number, bool),
             "end_reason": _text(record, "end_reason", number, max_chars=names, optional=True),
-            "created_at": _text(record, "created_at", number, max_chars=TIMESTAMP_CHARS),
-            "updated_at": _text(record, "updated_at", number, max_chars=TIMESTAMP_CHARS),
+            "created_at": _timestamp(record, "created_at", number),
+            "updated_at": _timestamp(record, "updated_at", number),
             "input_tokens": int(input_tokens),
             "output_tokens": int(output_tokens),
             "estimated_cost": float(cost),
@@ -371,7 +526,7 @@ class _SessionBuilder:
         elif kind == "compaction":
             self._compactions.append(
                 CompactionRow(
-                    id=_text(record, "id", number, max_chars=limits.max_id_chars),
+                    id=_checked(number, limits.check_id, record.get("id"), "compaction id"),
                     seq=self._seq(record, number),
                     summary=_checked(
                         number, limits.check_content, record.get("summary"), "summary", limits.max_summary_bytes
@@ -379,7 +534,7 @@ class _SessionBuilder:
                     from_message_id=self._known(record, "from_message_id", number),
                     to_message_id=self._known(record, "to_message_id", number),
                     request_key=_text(record, "request_key", number, max_chars=limits.max_name_chars, optional=True),
-                    created_at=_text(record, "created_at", number, max_chars=TIMESTAMP_CHARS),
+                    created_at=_timestamp(record, "created_at", number),
                 )
             )
         elif kind in ("block", "prompt"):
@@ -392,7 +547,7 @@ class _SessionBuilder:
             if not key.endswith(f"_{self.id}") or any(block.key == key for block in self._blocks):
                 raise ExportFormatError(f"Line {number}: block key {key!r} does not belong to session {self.id!r}")
             content = _checked(number, limits.check_content, record.get("content"), f"{kind} content", ceiling)
-            self._blocks.append(BlockRow(key, content, _text(record, "updated_at", number, max_chars=TIMESTAMP_CHARS)))
+            self._blocks.append(BlockRow(key, content, _timestamp(record, "updated_at", number)))
         else:
             skills = _field(record, "skills", number, list)
             if self._skills is not None or not all(isinstance(skill, str) and skill for skill in skills):
@@ -423,7 +578,7 @@ class _SessionBuilder:
         if self._messages and seq <= self._messages[-1].seq:
             raise ExportFormatError(f"Line {number}: messages must be in insertion (seq) order")
         self._message_ids.add(message_id)
-        created_at = _text(record, "created_at", number, max_chars=TIMESTAMP_CHARS)
+        created_at = _timestamp(record, "created_at", number)
         self._messages.append(MessageRow(message_id, parent_id, seq, created_at, message))
 
     def finish(self) -> SessionSnapshot:
@@ -444,7 +599,11 @@ __all__ = [
     "FORMAT_VERSION",
     "ExportFormatError",
     "ExportHeader",
+    "ExportReader",
     "ExportWriter",
+    "max_line_bytes",
+    "max_prompt_line_bytes",
+    "signing_key_from_environment",
     "UnsupportedVersionError",
     "read_export",
     "snapshot_records",

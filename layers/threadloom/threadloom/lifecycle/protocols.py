@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from threadloom.storage.snapshot import ExpiredSession, RemovedRows, SessionSnapshot
 
 
@@ -27,7 +29,7 @@ class LifecycleStorage(Protocol):
         self, cutoff: str, *, namespace: str = "", limit: int, after: ExpiredSession | None = None
     ) -> list[ExpiredSession]: ...
 
-    def write_sessions(self, namespace: str, snapshots: list[SessionSnapshot]) -> None: ...
+    def write_sessions(self, namespace: str, snapshots: Iterable[SessionSnapshot]) -> None: ...
 
     def delete_session(
         self, namespace: str, session_id: str, *, expired_before: str | None = None

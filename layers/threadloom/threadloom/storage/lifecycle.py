@@ -23,6 +23,8 @@ from threadloom.storage.snapshot import (
 from threadloom.storage.tree import SqlSessionProvider
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from threadloom.storage.database import Database, Executor
     from threadloom.storage.dialect import SqlDialect
 
@@ -113,7 +115,7 @@ class SqlLifecycleStorage:
 
     # ----------------------------------------------------------------- writes
 
-    def write_sessions(self, namespace: str, snapshots: list[SessionSnapshot]) -> None:
+    def write_sessions(self, namespace: str, snapshots: Iterable[SessionSnapshot]) -> None:
         """Insert whole sessions, all in one transaction: any failure leaves the database untouched.
 
         A session never lands on rows already stored under its id (left by a prompt frozen while
