@@ -117,7 +117,7 @@ def error_body(code: str, message: str) -> bytes:
 
 def invoke_handler(event: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
     """Run the API Lambda handler on one event (in a worker thread); its status, headers and body."""
-    from threadloom_api import lambda_handler
+    from threadloom.api.routes.app import lambda_handler
 
     with HANDLER_LOCK:
         result = lambda_handler(event, _Context())
@@ -338,7 +338,7 @@ def seed_skills(directory: Path) -> None:
 
 
 def configure(data_dir: Path, hub: LocalHub | None = None) -> None:
-    """Point the runtime at the data dir and the hub, and make ``threadloom_api`` importable (repo checkout)."""
+    """Point the runtime at the data dir and the hub."""
     data_dir.mkdir(parents=True, exist_ok=True)
     skills = data_dir / "skills"
     seed_skills(skills)
@@ -359,9 +359,6 @@ def configure(data_dir: Path, hub: LocalHub | None = None) -> None:
             publisher=hub,
         )
     )
-    functions = Path(__file__).resolve().parents[3] / "functions" / "api"
-    if functions.is_dir() and str(functions) not in sys.path:
-        sys.path.insert(0, str(functions))
 
 
 async def serve(host: str, port: int, data_dir: Path, tenant: str) -> int:
@@ -372,7 +369,7 @@ async def serve(host: str, port: int, data_dir: Path, tenant: str) -> int:
 
     hub = LocalHub()
     configure(data_dir, hub)
-    import threadloom_api  # noqa: F401 - fail now, not on the first request
+    import threadloom.api.routes.app  # noqa: F401 - fail now, not on the first request
 
     local = LocalServer(hub, tenant)
     runner = web.ServerRunner(build_server(local))

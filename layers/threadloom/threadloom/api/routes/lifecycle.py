@@ -7,11 +7,12 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
+
 from threadloom.api import data_lifecycle, service
 from threadloom.api.models import ErasureReceiptOut, ErrorOut, ExportLink, ImportFromS3, ImportOut
 from threadloom.api.runtime import get_runtime
 
-from threadloom_api_routes.common import (
+from .common import (
     ANY,
     BODY,
     ERROR_DESCRIPTIONS,

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
+
 from threadloom.api import data_lifecycle, service
 from threadloom.api.models import (
     Deleted,
@@ -19,7 +20,7 @@ from threadloom.api.models import (
 )
 from threadloom.api.runtime import get_runtime
 
-from threadloom_api_routes.common import (
+from .common import (
     ANY,
     BODY,
     SESSION,
