@@ -407,11 +407,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-dir", default=".threadloom", type=Path)
     parser.add_argument("--tenant", default=LOCAL_TENANT, help="the JWT 'sub' every request carries")
     args = parser.parse_args(argv)
-    try:
-        import aiohttp  # noqa: F401
-    except ImportError:
-        print("threadloom: the local server needs aiohttp: pip install 'threadloom[local]'", file=sys.stderr)
-        raise SystemExit(1) from None
+    from threadloom.extras import missing_extra_message
+
+    missing = missing_extra_message("the local server", "local", "aiohttp", "aws_lambda_powertools", "pydantic")
+    if missing is not None:
+        print(missing, file=sys.stderr)
+        raise SystemExit(1)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     access = logging.getLogger("aiohttp.access")
     access_handler = logging.StreamHandler(sys.stderr)
