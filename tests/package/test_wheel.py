@@ -34,6 +34,7 @@ from tests.package.wheel import (
     commands_in,
     install_blocks,
     normalised,
+    shared_build_folder,
     snippet_with_output,
 )
 from tests.support.local_server import free_port
@@ -49,9 +50,7 @@ SERVER_START_SECONDS = 60.0
 
 @pytest.fixture(scope="session")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
-    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    shared = tmp_path_factory.getbasetemp().parent / f"threadloom-wheel-{run}" if run else None
-    return build_once(shared or tmp_path_factory.mktemp("threadloom-wheel"))
+    return build_once(shared_build_folder(tmp_path_factory))
 
 
 def tracked_package_files() -> set[str]:

@@ -2,7 +2,7 @@
 
 The build is ``python -m build`` as a release would run it: an sdist first, then the wheel from the unpacked
 sdist in an isolated environment (so both must carry the package data). With pytest-xdist, the workers
-share one build under a lock.
+share one build under a lock (so two builds never write the source tree's egg-info at once).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tests.docs.runner import Block, read_blocks
 
@@ -33,6 +34,14 @@ class Built:
     wheel: Path
     sdist: Path
     log: str
+
+
+def shared_build_folder(tmp_path_factory: Any) -> Path:
+    """One folder per test run that every pytest-xdist worker sees (and only this run)."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run:
+        return Path(tmp_path_factory.getbasetemp()).parent / f"threadloom-wheel-{run}"
+    return Path(tmp_path_factory.getbasetemp()) / "threadloom-wheel"
 
 
 def build_once(shared: Path) -> Built:
