@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import re
 import subprocess
@@ -89,3 +90,35 @@ def test_every_package_the_checks_name_is_declared_by_its_extra() -> None:
     for extra, packages in EXTRA_PACKAGES.items():
         declared = {re.split(r"[\[<>=~!; ]", requirement, maxsplit=1)[0] for requirement in extras[extra]}
         assert {package for _, package in packages} <= declared, extra
+
+
+@pytest.mark.parametrize(
+    ("module", "framework", "line"),
+    [
+        (
+            "threadloom.integrations.openai_agents",
+            "agents",
+            "threadloom: the OpenAI Agents SDK session needs openai-agents: pip install 'threadloom[openai-agents]'",
+        ),
+        (
+            "threadloom.integrations.strands",
+            "strands",
+            "threadloom: the Strands session repository needs strands-agents: pip install 'threadloom[strands]'",
+        ),
+        (
+            "threadloom.integrations.langchain",
+            "langchain_core",
+            "threadloom: the LangChain chat history needs langchain-core: pip install 'threadloom[langchain]'",
+        ),
+        ("threadloom.client", "httpx", "threadloom: threadloom.client needs httpx: pip install 'threadloom[client]'"),
+    ],
+)
+def test_importing_an_integration_without_its_framework_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, module: str, framework: str, line: str
+) -> None:
+    for loaded in [name for name in sys.modules if name == module or name.startswith(f"{module}.")]:
+        monkeypatch.delitem(sys.modules, loaded)  # imported afresh here, put back afterwards
+    without(monkeypatch, framework)
+    with pytest.raises(MissingExtraError) as raised:
+        importlib.import_module(module)
+    assert str(raised.value) == line

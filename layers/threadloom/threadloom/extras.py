@@ -16,6 +16,9 @@ EXTRA_PACKAGES: dict[str, tuple[tuple[str, str], ...]] = {
         ("typer", "typer"),
     ),
     "client": (("httpx", "httpx"),),
+    "openai-agents": (("agents", "openai-agents"),),
+    "strands": (("strands", "strands-agents"),),
+    "langchain": (("langchain_core", "langchain-core"),),
 }
 
 
