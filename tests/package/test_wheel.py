@@ -215,7 +215,7 @@ def test_the_readme_install_then_everything_documented_works_outside_the_reposit
                     continue
                 status, output = shell.run(command.replace(DIST_PLACEHOLDER, str(built.wheel.parent)))
                 assert status == 0, f"{block.where}: `{command}` exited {status}:\n{output}"
-                printed = normalised(output, 0)
+                printed = normalised(output)
                 assert [line for line in shown if line not in printed] == [], f"`{command}` printed {printed}"
                 if command.endswith("threadloom") and "pip install" in command:
                     check_the_base_install(installed, version)
