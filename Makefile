@@ -37,7 +37,10 @@ $(SAM): Makefile
 sam-validate: $(SAM)
 	SAM_CLI_TELEMETRY=0 $(SAM) validate --lint --region eu-west-1
 
-sam-build: $(SAM)
+# The layer installs the wheel users install (layers/threadloom/Makefile): build it first, sdist then wheel.
+sam-build: $(SAM) $(STAMP)
+	rm -rf layers/threadloom/dist
+	$(BIN)/python -m build --outdir layers/threadloom/dist .
 	PATH="$$(dirname "$$($(PYTHON) -c 'import sys; print(sys.executable)')"):$$PATH" SAM_CLI_TELEMETRY=0 \
 		$(SAM) build --region eu-west-1 --build-dir .aws-sam/build
 

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from threadloom import SqliteStore
-from threadloom.limits import DEFAULT_LIMITS
 from threadloom.lifecycle import ExportFormatError, import_sessions, read_export
 from threadloom.lifecycle.export_format import max_line_bytes, max_prompt_line_bytes
+from threadloom.limits import DEFAULT_LIMITS
 
 if TYPE_CHECKING:
     from collections.abc import Callable

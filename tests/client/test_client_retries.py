@@ -141,9 +141,9 @@ def test_a_lost_answer_is_replayed_not_applied_twice(flaky_api: tuple[str, list[
 
 def test_every_error_code_the_api_answers_maps_back_to_the_exception_it_came_from() -> None:
     import httpx
+    from threadloom.api.routes.errors import IDEMPOTENCY_CODES, MAPPING
     from threadloom.client.transport import error_for
     from threadloom.errors import ConflictError
-    from threadloom_api_errors import IDEMPOTENCY_CODES, MAPPING
 
     assert all(kind.__module__.startswith("threadloom") for kind, _, _ in MAPPING)
     assert {code for _, _, code in MAPPING} >= IDEMPOTENCY_CODES

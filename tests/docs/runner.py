@@ -10,6 +10,8 @@ The rules (also in tests/docs/README.md):
   same data when it is run again; its shown lines must appear in what the server prints.
 * ```python blocks run with the project's virtual environment in a fresh folder; a ```output
   block right after one is what it must print.
+* A ```console wheel block runs in tests/package/, in a fresh virtual environment outside the
+  repository with the built wheel, not here.
 * A block whose info string says ``illustrative`` is not run (a cloud deploy, say); a ```bash or
   ```sh block that is neither run nor marked so is an error, so nothing escapes by accident.
 * Before running: ``localhost:3000`` / ``127.0.0.1:3000`` point at the document's server,
@@ -309,7 +311,7 @@ class DocumentRun:
         return DEFAULT_DATA_DIR.sub(lambda _: str(self.data_dir), text)
 
     def block(self, block: Block, previous: Block | None, following: Block | None) -> list[str]:
-        if "illustrative" in block.flags:
+        if "illustrative" in block.flags or "wheel" in block.flags:  # "wheel": tests/package runs it
             return []
         if block.language in SHELL_LANGUAGES:
             return [f"{block.where}: a ```{block.language} block must be ```console (run) or illustrative"]

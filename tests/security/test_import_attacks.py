@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 from threadloom import SqliteStore
 from threadloom.api.runtime import set_runtime
-from threadloom.limits import DEFAULT_LIMITS
 from threadloom.lifecycle import ExportFormatError, import_sessions
 from threadloom.lifecycle.export_format import SIGNING_KEY_VARIABLE, max_line_bytes
+from threadloom.limits import DEFAULT_LIMITS
 
 from tests.support.api import FakeLambdaContext, load_event, seeded_runtime
 

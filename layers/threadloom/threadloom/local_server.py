@@ -121,7 +121,7 @@ def error_body(code: str, message: str) -> bytes:
 
 def invoke_handler(event: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
     """Run the API Lambda handler on one event (in a worker thread); its status, headers and body."""
-    from threadloom_api import lambda_handler
+    from threadloom.api.routes.app import lambda_handler
 
     with HANDLER_LOCK:
         result = lambda_handler(event, _Context())
@@ -360,7 +360,7 @@ def seed_skills(directory: Path) -> None:
 
 
 def configure(data_dir: Path, hub: LocalHub | None = None) -> None:
-    """Point the runtime at the data dir and the hub, and make ``threadloom_api`` importable (repo checkout)."""
+    """Point the runtime at the data dir and the hub."""
     data_dir.mkdir(parents=True, exist_ok=True)
     skills = data_dir / "skills"
     seed_skills(skills)
@@ -381,9 +381,6 @@ def configure(data_dir: Path, hub: LocalHub | None = None) -> None:
             publisher=hub,
         )
     )
-    functions = Path(__file__).resolve().parents[3] / "functions" / "api"
-    if functions.is_dir() and str(functions) not in sys.path:
-        sys.path.insert(0, str(functions))
 
 
 async def serve(host: str, port: int, data_dir: Path, tenant: str, allowed_hosts: tuple[str, ...] = ()) -> int:
@@ -394,7 +391,7 @@ async def serve(host: str, port: int, data_dir: Path, tenant: str, allowed_hosts
 
     hub = LocalHub()
     configure(data_dir, hub)
-    import threadloom_api  # noqa: F401 - fail now, not on the first request
+    import threadloom.api.routes.app  # noqa: F401 - fail now, not on the first request
 
     local = LocalServer(hub, tenant)
     runner = web.ServerRunner(build_server(local))
@@ -440,11 +437,12 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     allowed_hosts = tuple(name.strip() for name in args.allowed_hosts.split(",") if name.strip())
-    try:
-        import aiohttp  # noqa: F401
-    except ImportError:
-        print("threadloom: the local server needs aiohttp: pip install 'threadloom[local]'", file=sys.stderr)
-        raise SystemExit(1) from None
+    from threadloom.extras import missing_extra_message
+
+    missing = missing_extra_message("the local server", "local", "aiohttp", "aws_lambda_powertools", "pydantic")
+    if missing is not None:
+        print(missing, file=sys.stderr)
+        raise SystemExit(1)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     access = logging.getLogger("aiohttp.access")
     access_handler = logging.StreamHandler(sys.stderr)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -102,7 +101,7 @@ def handler_with_cors(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterat
     """The handler module re-imported with ``THREADLOOM_CORS_ORIGINS`` set (it reads it at import, like Lambda)."""
     monkeypatch.setenv("THREADLOOM_CORS_ORIGINS", "https://app.example")
     seeded_runtime(tmp_path)
-    module = importlib.reload(sys.modules.get("threadloom_api") or importlib.import_module("threadloom_api"))
+    module = importlib.reload(importlib.import_module("threadloom.api.routes.app"))
     yield module.lambda_handler
     monkeypatch.delenv("THREADLOOM_CORS_ORIGINS")
     importlib.reload(module)

@@ -47,8 +47,6 @@ def test_the_driver_is_pinned_to_the_release_the_pipeline_is_written_for() -> No
     assert version("pg8000") == PG8000_VERSION
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     assert any(item.startswith(f"pg8000=={PG8000_VERSION}") for item in pyproject["project"]["dependencies"])
-    layer = (ROOT / "layers" / "threadloom" / "requirements.txt").read_text(encoding="utf-8").split()
-    assert f"pg8000=={PG8000_VERSION}" in layer
 
 
 def test_the_internals_used_are_there_with_the_shapes_relied_on(connection: Any) -> None:

@@ -2,7 +2,7 @@
 
 Lambda's code folders are read-only, so a module without a valid .pyc is compiled again on every cold start.
 Each build target runs here as ``sam build`` runs it (``make build-<LogicalId>`` in a copy of the folder, with
-``ARTIFACTS_DIR``), without the layer's pip step (no network in tests: an empty requirements file).
+``ARTIFACTS_DIR``); the layer installs the wheel tests/package builds, without its dependencies (no network in tests).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -39,15 +40,12 @@ def template() -> dict[str, Any]:
     return yaml.load((ROOT / "template.yaml").read_text(encoding="utf-8"), Loader=CfnLoader)
 
 
-def build(logical_id: str, tmp_path: Path) -> Path:
+def build(logical_id: str, tmp_path: Path, *options: str) -> Path:
     """Run the resource's Makefile target in a copy of its folder, as sam build does; return ARTIFACTS_DIR."""
     scratch, artifacts = tmp_path / "scratch", tmp_path / "artifacts"
-    shutil.copytree(ROOT / BUILT[logical_id], scratch)
+    shutil.copytree(ROOT / BUILT[logical_id], scratch, ignore=shutil.ignore_patterns("dist"))
     artifacts.mkdir()
-    empty = tmp_path / "no-requirements.txt"
-    empty.write_text("", encoding="utf-8")
-    command = ["make", f"build-{logical_id}", f"ARTIFACTS_DIR={artifacts}", f"PYTHON={sys.executable}"]
-    command.append(f"REQUIREMENTS={empty}")
+    command = ["make", f"build-{logical_id}", f"ARTIFACTS_DIR={artifacts}", f"PYTHON={sys.executable}", *options]
     result = subprocess.run(command, cwd=scratch, capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     return artifacts
@@ -76,16 +74,38 @@ def test_the_layer_and_the_cold_start_functions_are_built_by_their_makefiles(tem
         assert "--invalidation-mode checked-hash" in makefile
     assert template["Resources"]["ThreadloomLayer"]["Metadata"]["BuildArchitecture"] == "arm64"
     layer = (ROOT / BUILT["ThreadloomLayer"] / "Makefile").read_text(encoding="utf-8")
-    assert "REQUIREMENTS ?= requirements.txt" in layer
+    assert "WHEEL ?= $(firstword $(wildcard dist/threadloom-*-py3-none-any.whl))" in layer  # make sam-build's
     assert "manylinux2014_aarch64" in layer and "--python-version 3.13" in layer
     assert "--strip-debug" in layer  # binary wheels ship their debug info; Lambda never reads it
 
 
 @needs_the_build_tools
-def test_the_layer_ships_threadloom_compiled_under_python(tmp_path: Path) -> None:
-    artifacts = build("ThreadloomLayer", tmp_path)
-    assert (artifacts / "python/threadloom/__init__.py").is_file()
-    assert assert_every_module_ships_a_valid_pyc(artifacts / "python") > 100
+def test_the_layer_ships_the_wheel_compiled_under_python(tmp_path: Path, tmp_path_factory: Any) -> None:
+    from tests.package.wheel import build_once, shared_build_folder
+
+    wheel = build_once(shared_build_folder(tmp_path_factory)).wheel
+    # --no-deps: no network in tests (the dependencies' arm64 wheels come from PyPI in a real build)
+    artifacts = build("ThreadloomLayer", tmp_path, f"WHEEL={wheel}", "PIP_OPTIONS=--no-deps")
+    python = artifacts / "python"
+    assert (python / "threadloom/__init__.py").is_file()
+    assert (python / "threadloom/api/routes/app.py").is_file()  # the whole package, from the wheel
+    with zipfile.ZipFile(wheel) as archive:
+        shipped = {name for name in archive.namelist() if name.startswith("threadloom/")}
+    in_layer = {path.relative_to(python).as_posix() for path in (python / "threadloom").rglob("*") if path.is_file()}
+    assert shipped == {name for name in in_layer if not name.endswith(".pyc")}
+    assert [path.name for path in python.glob("*.dist-info")] == [wheel.name.split("-py3")[0] + ".dist-info"]
+    assert not (python / "bin").exists()  # the console script is no use in a layer
+    assert assert_every_module_ships_a_valid_pyc(python) > 100
+
+
+@needs_the_build_tools
+def test_the_layer_build_says_how_to_get_the_wheel(tmp_path: Path) -> None:
+    scratch, artifacts = tmp_path / "scratch", tmp_path / "artifacts"
+    shutil.copytree(ROOT / BUILT["ThreadloomLayer"], scratch, ignore=shutil.ignore_patterns("dist"))
+    command = ["make", "build-ThreadloomLayer", f"ARTIFACTS_DIR={artifacts}", f"PYTHON={sys.executable}"]
+    result = subprocess.run(command, cwd=scratch, capture_output=True, text=True, check=False)
+    assert result.returncode != 0
+    assert "no threadloom wheel in layers/threadloom/dist: run make sam-build, which builds it first" in result.stdout
 
 
 @needs_the_build_tools

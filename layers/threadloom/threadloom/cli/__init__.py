@@ -14,14 +14,35 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 
+def version() -> str:
+    """The installed distribution's version (one source: pyproject.toml, read from the package metadata)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as distribution_version
+
+    try:
+        return distribution_version("threadloom")
+    except PackageNotFoundError:  # a source tree on sys.path, never installed
+        return "unknown"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
+    arguments = list(argv) if argv is not None else sys.argv[1:]
+    if arguments == ["--version"]:  # answered without the CLI's dependencies, so the base install has it too
+        print(f"threadloom {version()}")
+        return 0
+    from threadloom.extras import missing_extra_message
+
+    missing = missing_extra_message("the threadloom command", "local", "typer")
+    if missing is not None:
+        print(missing, file=sys.stderr)
+        return 1
     from threadloom.cli.app import app
     from threadloom.cli.output import ExitCode, exit_code_for
     from threadloom.errors import ThreadloomError
 
     try:
-        app(args=list(argv) if argv is not None else None, prog_name="threadloom")
+        app(args=arguments, prog_name="threadloom")
     except SystemExit as done:
         if done.code is None or isinstance(done.code, int):
             return done.code or 0
@@ -36,4 +57,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["main"]
+__all__ = ["main", "version"]

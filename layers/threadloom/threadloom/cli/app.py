@@ -60,6 +60,14 @@ def _state(ctx: typer.Context) -> State:
     return state
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from threadloom.cli import version
+
+        typer.echo(f"threadloom {version()}")
+        raise typer.Exit
+
+
 @app.callback()
 def root(
     ctx: typer.Context,
@@ -77,6 +85,9 @@ def root(
         typer.Option("--namespace", "-n", envvar="THREADLOOM_NAMESPACE", help="The tenant whose sessions to work on"),
     ] = "local",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document, for scripts")] = False,
+    show_version: Annotated[
+        bool, typer.Option("--version", is_eager=True, callback=_print_version, help="Print the version and exit")
+    ] = False,
 ) -> None:
     ctx.obj = State(database or DEFAULT_DATABASE, database is not None, namespace, Output.create(as_json=as_json))
 

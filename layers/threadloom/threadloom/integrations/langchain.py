@@ -12,10 +12,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from langchain_core.chat_history import BaseChatMessageHistory
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, message_to_dict, messages_from_dict
+from threadloom.extras import require_extra
 
-from threadloom.integrations.messages import (
+require_extra("the LangChain chat history", "langchain")  # one line naming the extra
+
+from langchain_core.chat_history import BaseChatMessageHistory  # noqa: E402
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, message_to_dict, messages_from_dict  # noqa: E402
+
+from threadloom.integrations.messages import (  # noqa: E402
     marker_part,
     plain_text,
     stored_record,

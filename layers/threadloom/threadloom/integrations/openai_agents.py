@@ -15,10 +15,14 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any, Final, cast
 
-from agents.memory.session_settings import SessionSettings, resolve_session_limit
+from threadloom.extras import require_extra
 
-from threadloom.integrations.backend import as_async, is_async
-from threadloom.integrations.messages import (
+require_extra("the OpenAI Agents SDK session", "openai-agents")  # one line naming the extra
+
+from agents.memory.session_settings import SessionSettings, resolve_session_limit  # noqa: E402
+
+from threadloom.integrations.backend import as_async, is_async  # noqa: E402
+from threadloom.integrations.messages import (  # noqa: E402
     marker_part,
     plain_text,
     reasoning_part,

@@ -15,12 +15,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from strands.session.session_repository import SessionRepository
-from strands.types.exceptions import SessionException
-from strands.types.session import Session, SessionAgent, SessionMessage, encode_bytes_values
+from threadloom.extras import require_extra
 
-from threadloom.compaction.markers import COMPACTION_PREFIX
-from threadloom.integrations.messages import (
+require_extra("the Strands session repository", "strands")  # one line naming the extra
+
+from strands.session.session_repository import SessionRepository  # noqa: E402
+from strands.types.exceptions import SessionException  # noqa: E402
+from strands.types.session import Session, SessionAgent, SessionMessage, encode_bytes_values  # noqa: E402
+
+from threadloom.compaction.markers import COMPACTION_PREFIX  # noqa: E402
+from threadloom.integrations.messages import (  # noqa: E402
     marker_part,
     plain_text,
     reasoning_part,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import ServiceError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError, ResponseValidationError
+
 from threadloom.api.exceptions import (
     ForbiddenError,
     IdempotencyInProgressError,

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
+
 from threadloom.api.models import HealthOut
 from threadloom.api.runtime import get_runtime
 
-from threadloom_api_routes.common import json_response, new_router, responses
+from .common import json_response, new_router, responses
 
 router = new_router()
 

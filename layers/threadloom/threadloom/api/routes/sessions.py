@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
+
 from threadloom.api import data_lifecycle
 from threadloom.api.models import (
     Deleted,
@@ -20,7 +21,7 @@ from threadloom.api.models import (
 from threadloom.api.runtime import get_runtime
 from threadloom.api.use_cases import sessions as use_cases
 
-from threadloom_api_routes.common import (
+from .common import (
     ANY,
     BODY,
     SESSION,

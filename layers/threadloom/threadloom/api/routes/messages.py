@@ -7,11 +7,12 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 from aws_lambda_powertools.metrics import MetricUnit
+
 from threadloom.api.models import AppendIn, AppendOut, BranchPage, Deleted, LeafOut, MessageOut, MessageUpdate
 from threadloom.api.observability import metrics
 from threadloom.api.use_cases import messages as use_cases
 
-from threadloom_api_routes.common import BODY, SESSION, idempotent_write, limits, manager, new_router, responses
+from .common import BODY, SESSION, idempotent_write, limits, manager, new_router, responses
 
 router = new_router()
 IdempotencyKey = Annotated[str | None, Header(alias="idempotency-key", description="Replays the first outcome")]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+
 from threadloom.api.models import (
     ContextBlockList,
     ContextBlockOut,
@@ -19,7 +20,7 @@ from threadloom.api.models import (
 from threadloom.api.runtime import get_runtime
 from threadloom.api.use_cases import context as use_cases
 
-from threadloom_api_routes.common import BODY, SESSION, limits, manager, new_router, responses
+from .common import BODY, SESSION, limits, manager, new_router, responses
 
 router = new_router()
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from threadloom_api_routes import compaction, context, health, history, inspector, lifecycle, messages, sessions
+from threadloom.api.routes import compaction, context, health, history, inspector, lifecycle, messages, sessions
 
 ROUTERS = (
     sessions.router,

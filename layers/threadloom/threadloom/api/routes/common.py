@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.router import APIGatewayHttpRouter
 from pydantic import BaseModel
+
 from threadloom.api.idempotency import run_idempotent
 from threadloom.api.models import ErrorOut
 from threadloom.api.observability import logger
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
 
     from aws_lambda_powertools.event_handler.openapi.models import SecurityScheme
     from aws_lambda_powertools.event_handler.openapi.types import OpenAPIResponse
+
     from threadloom.core.manager import SessionManager
     from threadloom.limits import Limits
 

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+
 from threadloom.api.models import (
     CompactIn,
     CompactionList,
@@ -18,7 +19,7 @@ from threadloom.api.models import (
 from threadloom.api.runtime import get_runtime
 from threadloom.api.use_cases import compaction as use_cases
 
-from threadloom_api_routes.common import BODY, SESSION, json_response, limits, manager, new_router, responses
+from .common import BODY, SESSION, json_response, limits, manager, new_router, responses
 
 router = new_router()
 

@@ -6,10 +6,11 @@ import os
 from typing import Any
 
 from aws_lambda_powertools.event_handler import Response
+
 from threadloom.errors import NotFoundError
 from threadloom.inspector import CONFIG_NAME, INDEX, content_security_policy, read_asset
 
-from threadloom_api_routes.common import json_response, new_router
+from .common import json_response, new_router
 
 router = new_router()
 LOCAL_API_ID = "local"  # the local server's events say so (threadloom.local_server.to_event)

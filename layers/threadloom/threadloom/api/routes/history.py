@@ -6,11 +6,12 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Query
+
 from threadloom.api.models import BranchPointList, HistoryPage, SearchOut
 from threadloom.api.use_cases import history as use_cases
 from threadloom.limits import HARD_LIMITS
 
-from threadloom_api_routes.common import ANY, SESSION, limits, manager, new_router, responses, serialized_response
+from .common import ANY, SESSION, limits, manager, new_router, responses, serialized_response
 
 router = new_router()
 Limit = Annotated[int | None, Query(ge=1)]

@@ -7,12 +7,13 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body
+
 from threadloom.api import data_lifecycle
 from threadloom.api.models import ErasureReceiptOut, ErrorOut, ExportLink, ImportFromS3, ImportOut
 from threadloom.api.runtime import get_runtime
 from threadloom.api.use_cases.common import require_session
 
-from threadloom_api_routes.common import (
+from .common import (
     ANY,
     BODY,
     ERROR_DESCRIPTIONS,
