@@ -105,9 +105,10 @@ def test_layer_is_built_by_sam_with_only_its_own_dependencies(template: dict[str
 def test_the_powertools_layer_is_the_release_the_tests_run(template: dict[str, Any]) -> None:
     from importlib.metadata import version
 
-    layer = template["Globals"]["Function"]["Layers"][0]["Fn::Sub"]
-    assert layer == "{{resolve:ssm:/aws/service/powertools/python/arm64/python3.13/${PowertoolsVersion}}}"
-    assert template["Parameters"]["PowertoolsVersion"]["Default"] == version("aws-lambda-powertools")
+    condition, local_layer, deployed_layer = template["Globals"]["Function"]["Layers"][0]["Fn::If"]
+    assert (condition, local_layer) == ("LocalPowertoolsLayer", {"Ref": "PowertoolsLayerArn"})  # sam local only
+    pinned = version("aws-lambda-powertools")
+    assert deployed_layer == f"{{{{resolve:ssm:/aws/service/powertools/python/arm64/python3.13/{pinned}}}}}"
     assert template["Globals"]["Function"]["Runtime"] == "python3.13"
 
 

@@ -60,6 +60,9 @@ def evaluate(expression: Any, parameters: dict[str, Any]) -> Any:
         return all(evaluate(item, parameters) for item in argument)
     if name == "Fn::Or":
         return any(evaluate(item, parameters) for item in argument)
+    if name == "Fn::Contains":
+        members, value = (evaluate(item, parameters) for item in argument)
+        return str(value) in [str(member) for member in members]
     if name == "Fn::EachMemberEquals":
         members, value = (evaluate(item, parameters) for item in argument)
         return all(member == value for member in members)
@@ -152,7 +155,7 @@ def test_the_stack_creates_aurora_serverless_v2_behind_a_tls_iam_proxy(template:
     scaling = props["ServerlessV2ScalingConfiguration"]
     assert scaling["MinCapacity"] == {"Ref": "DbMinCapacity"}
     # Auto-pause (0 ACU) does not work with RDS Proxy, so the parameter cannot go below 0.5
-    assert template["Parameters"]["DbMinCapacity"]["MinValue"] == 0.5
+    assert min(template["Parameters"]["DbMinCapacity"]["AllowedValues"]) == 0.5
     assert resources["DatabaseWriter"]["Properties"]["DBInstanceClass"] == "db.serverless"
 
     proxy = resources["DatabaseProxy"]["Properties"]
