@@ -69,8 +69,8 @@ def test_every_handler_file_exists(template: dict[str, Any]) -> None:
 def test_template_routes_match_the_app(template: dict[str, Any]) -> None:
     from threadloom_api import app
 
-    api_events = _functions(template)["ApiFunction"]["Properties"]["Events"].values()
-    in_template = {(event["Properties"]["Method"], event["Properties"]["Path"]) for event in api_events}
+    paths = template["Resources"]["HttpApi"]["Properties"]["DefinitionBody"]["paths"]
+    in_template = {(method.upper(), path) for path, methods in paths.items() for method in methods}
     in_app = {
         (route.method, re.sub(r"<(\w+)>", r"{\1}", route.path)) for route in app._static_routes + app._dynamic_routes
     }
