@@ -136,7 +136,8 @@ def test_every_route_calls_the_published_alias_under_one_permission() -> None:
     assert len(routes) >= 40
     for route in routes:
         uri = route["x-amazon-apigateway-integration"]["uri"]["Fn::Sub"]
-        assert uri.endswith("/functions/${ApiFunctionAliaslive}/invocations")
+        assert uri.endswith("/functions/${ApiFunction.Arn}:live/invocations")
+    assert "ApiFunctionAliaslive" in resources  # the alias the routes name, published by AutoPublishAlias: live
     (permission,) = [
         resource["Properties"]
         for resource in of_type(resources, "AWS::Lambda::Permission").values()
