@@ -51,6 +51,7 @@ PARAMETER_SETS: dict[str, dict[str, str]] = {
         "LivePublishing": "direct",
     },
     "no-websocket-access-logs": {"ApiGatewayLoggingRole": "none"},
+    "low-cost-development": {"InterfaceEndpointZones": "1", "LogRetentionDays": "7"},
 }
 
 

@@ -128,6 +128,21 @@ def test_a_property_change_publishes_a_new_api_version() -> None:
     assert version_ids(expand({})) != version_ids(expand({}, text=changed))
 
 
+def test_a_replaced_api_version_is_deleted_once_the_alias_has_moved() -> None:
+    """SnapStart bills the snapshot cache of every version kept, so a deploy must not leave the old one behind."""
+    resources = expand({})["Resources"]
+    (version,) = version_ids(expand({}))
+    assert resources[version]["DeletionPolicy"] == "Delete"
+
+
+def test_the_low_cost_shape_puts_the_interface_endpoints_in_one_zone() -> None:
+    development = resolve(PARAMETER_SETS["low-cost-development"])
+    default = resolve({})
+    for name in ("SqsEndpoint", "SecretsManagerEndpoint"):
+        assert development[name]["Properties"]["SubnetIds"] == [{"Ref": "PrivateSubnetA"}]
+        assert len(default[name]["Properties"]["SubnetIds"]) == 2
+
+
 def test_every_route_calls_the_published_alias_under_one_permission() -> None:
     """One permission for the whole API: SAM's one per route event filled the function's 20 KB resource policy."""
     resources = expand({})["Resources"]
