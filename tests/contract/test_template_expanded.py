@@ -367,3 +367,35 @@ def test_the_cluster_forces_tls_on_every_connection() -> None:
     assert resources["DatabaseCluster"]["Properties"]["DBClusterParameterGroupName"] == {
         "Ref": "DatabaseClusterParameterGroup"
     }
+
+
+# ------------------------------------------------------------------ samconfig.toml's environments
+
+
+def samconfig_parameters() -> dict[str, dict[str, str]]:
+    """Each samconfig.toml environment's deploy parameter_overrides, as ``sam deploy --config-env`` passes them."""
+    import shlex
+    import tomllib
+
+    config = tomllib.loads((ROOT / "samconfig.toml").read_text(encoding="utf-8"))
+    found = {}
+    for environment, commands in config.items():
+        if isinstance(commands, dict) and "deploy" in commands:
+            overrides = commands["deploy"]["parameters"]["parameter_overrides"]
+            found[environment] = dict(item.split("=", 1) for item in shlex.split(overrides))
+    return found
+
+
+@pytest.mark.parametrize("environment", ["default", "prod"])
+def test_each_samconfig_environment_deploys_an_accepted_shape(template: dict[str, Any], environment: str) -> None:
+    given = samconfig_parameters()[environment]
+    assert set(given) <= set(template["Parameters"]), "samconfig.toml names a parameter the template lacks"
+    assert refusals(template, **given) == []
+    resources = resolve(given)
+    assert all(statement.get("Resource") or "Principal" in statement for _, statement in policy_statements(resources))
+
+
+def test_the_dev_environment_is_the_low_cost_shape() -> None:
+    development = samconfig_parameters()["default"]
+    for name, value in PARAMETER_SETS["low-cost-development"].items():
+        assert development[name] == value, name
