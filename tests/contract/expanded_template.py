@@ -69,14 +69,18 @@ class _ManagedPolicies:
 
 def parameters(given: dict[str, str]) -> dict[str, Any]:
     """Every parameter's value for a deploy with ``given``: the template's defaults, the required ones filled in."""
-    from samtranslator.yaml_helper import yaml_parse
-
-    declared = yaml_parse(template_text())["Parameters"]
     values: dict[str, Any] = {}
-    for name, spec in declared.items():
+    for name, spec in declared_parameters().items():
         raw = str(given.get(name, REQUIRED.get(name, spec.get("Default", ""))))
         values[name] = raw.split(",") if spec["Type"] == "CommaDelimitedList" else raw
     return values
+
+
+@cache
+def declared_parameters() -> dict[str, Any]:
+    from samtranslator.yaml_helper import yaml_parse
+
+    return yaml_parse(template_text())["Parameters"]  # type: ignore[no-any-return]
 
 
 @cache

@@ -22,6 +22,8 @@ from tests.contract.expanded_template import (
     BEDROCK_MODEL,
     PARAMETER_SETS,
     ROOT,
+    YOUR_DATABASE,
+    YOUR_VPC,
     dependencies,
     expand,
     policy_statements,
@@ -399,3 +401,54 @@ def test_the_dev_environment_is_the_low_cost_shape() -> None:
     development = samconfig_parameters()["default"]
     for name, value in PARAMETER_SETS["low-cost-development"].items():
         assert development[name] == value, name
+
+
+# ------------------------------------------------------------------ every combination the Rules allow
+
+
+def allowed_combinations(template: dict[str, Any]) -> list[dict[str, str]]:
+    """Every combination of the shape-deciding parameters that the template's Rules accept."""
+    import itertools
+
+    choices: dict[str, list[dict[str, str]]] = {
+        "database": [
+            {},
+            dict(YOUR_DATABASE),
+            {**YOUR_DATABASE, "ExistingDbMigratorSecretArn": "arn:aws:secretsmanager:x"},
+        ],
+        "vpc": [{}, dict(YOUR_VPC)],
+        "stage": [{}, {"Stage": "prod", "AlarmEmail": "ops@example.com"}],
+        "live": [{"LivePublishing": "queue"}, {"LivePublishing": "direct"}],
+        "logging": [{"ApiGatewayLoggingRole": value} for value in ("create", "existing", "none")],
+        "reserved": [{"ReservedConcurrency": "false"}, {"ReservedConcurrency": "true"}],
+        "bedrock": [{}, {"SummarizerModelArn": BEDROCK_MODEL}],
+        "zones": [{"InterfaceEndpointZones": "2"}, {"InterfaceEndpointZones": "1"}],
+    }
+    combinations = []
+    for parts in itertools.product(*choices.values()):
+        given: dict[str, str] = {}
+        for part in parts:
+            given.update(part)
+        if refusals(template, **given) == []:
+            combinations.append(given)
+    return combinations
+
+
+def test_every_combination_the_rules_allow_resolves_to_a_complete_template(template: dict[str, Any]) -> None:
+    """No statement without a resource, no AWS::NoValue left, no reference to a resource the shape leaves out."""
+    combinations = allowed_combinations(template)
+    assert len(combinations) > 100
+    expanded = expand({})
+    declared = set(expanded["Parameters"])
+    for given in combinations:
+        resources = resolve(given, expanded)
+        assert "AWS::NoValue" not in json.dumps(resources), given
+        for owner, statement in policy_statements(resources):
+            assert statement.get("Action") and (statement.get("Resource") or "Principal" in statement), (given, owner)
+        for name, resource in resources.items():
+            depends_on = resource.get("DependsOn", [])
+            named = references(resource.get("Properties", {})) | set(
+                [depends_on] if isinstance(depends_on, str) else depends_on
+            )
+            missing = named - set(resources) - declared
+            assert not missing, f"{name} names {sorted(missing)}, which {given} does not create"
