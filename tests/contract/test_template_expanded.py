@@ -353,11 +353,34 @@ def test_no_security_group_keeps_the_default_allow_all_egress(name: str) -> None
             assert rule["CidrIp"] == "127.0.0.1/32", f"{group_name} needs nothing out"
     if "DatabaseProxy" in resources:
         egress = resources["FunctionSecurityGroup"]["Properties"]["SecurityGroupEgress"]
-        assert [rule["FromPort"] for rule in egress] == [443]
+        assert {rule["FromPort"] for rule in egress} == {443}  # PostgreSQL only to the proxy, below
         to_proxy = resources["FunctionToProxyEgress"]["Properties"]
         assert to_proxy["DestinationSecurityGroupId"] == {"Ref": "ProxySecurityGroup"}
         to_cluster = resources["ProxyToDatabaseEgress"]["Properties"]
         assert to_cluster["DestinationSecurityGroupId"] == {"Ref": "DatabaseSecurityGroup"}
+
+
+def test_given_the_prefix_lists_https_goes_only_to_the_endpoints() -> None:
+    resources = resolve(PARAMETER_SETS["narrow-https-egress"])
+    egress = resources["FunctionSecurityGroup"]["Properties"]["SecurityGroupEgress"]
+    assert [rule.get("DestinationPrefixListId") for rule in egress] == [
+        {"Ref": "S3PrefixListId"},
+        {"Ref": "DynamoDbPrefixListId"},
+    ]
+    assert not any(rule.get("CidrIp") == "0.0.0.0/0" for rule in egress)
+    to_endpoints = resources["FunctionToEndpointsEgress"]["Properties"]
+    assert to_endpoints["DestinationSecurityGroupId"] == {"Ref": "EndpointSecurityGroup"}
+    (proxy_rule,) = resources["ProxySecurityGroup"]["Properties"]["SecurityGroupEgress"]
+    assert proxy_rule["CidrIp"] == "127.0.0.1/32"
+    assert resources["ProxyToEndpointsEgress"]["Properties"]["DestinationSecurityGroupId"] == {
+        "Ref": "EndpointSecurityGroup"
+    }
+    assert "FunctionToEndpointsEgress" in dependencies(resources, "DatabaseMigrations")
+
+
+def test_prefix_lists_come_together_and_only_with_the_stacks_vpc(template: dict[str, Any]) -> None:
+    assert refusals(template, S3PrefixListId="pl-6da54004") != []
+    assert refusals(template, S3PrefixListId="pl-1", DynamoDbPrefixListId="pl-2", **YOUR_VPC) != []
 
 
 def test_the_cluster_forces_tls_on_every_connection() -> None:
@@ -423,6 +446,7 @@ def allowed_combinations(template: dict[str, Any]) -> list[dict[str, str]]:
         "reserved": [{"ReservedConcurrency": "false"}, {"ReservedConcurrency": "true"}],
         "bedrock": [{}, {"SummarizerModelArn": BEDROCK_MODEL}],
         "zones": [{"InterfaceEndpointZones": "2"}, {"InterfaceEndpointZones": "1"}],
+        "egress": [{}, {"S3PrefixListId": "pl-6da54004", "DynamoDbPrefixListId": "pl-6fa54006"}],
     }
     combinations = []
     for parts in itertools.product(*choices.values()):
