@@ -12,8 +12,13 @@ STAMP := $(VENV)/.installed
 SAM_VENV := .venv-sam
 SAM_VERSION := 1.170.0
 SAM := $(SAM_VENV)/bin/sam
+# checkov too: its exact pins would fight both. It installs from PyPI only and downloads nothing when it runs.
+CHECKOV_VENV := .venv-checkov
+CHECKOV_VERSION := 3.3.30
+CHECKOV := $(CHECKOV_VENV)/bin/checkov
 
-.PHONY: test lint typecheck unit serve bench bench-cold-start sam-build sam-validate clean clean-env reset-data
+.PHONY: test lint typecheck unit serve bench bench-cold-start sam-build sam-validate sam-local checkov template-check \
+	clean clean-env reset-data
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "make: $(PYTHON) not found; Threadloom needs Python 3.11 or newer: run make PYTHON=python3.X ..."; exit 1; }
@@ -39,10 +44,39 @@ sam-validate: $(SAM)
 
 # The layer installs the wheel users install (layers/threadloom/Makefile): build it first, sdist then wheel.
 sam-build: $(SAM) $(STAMP)
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 13))' 2>/dev/null || { echo "make sam-build: \
+	sam build needs Python 3.13 (Lambda's runtime) on PATH and found $(PYTHON); install 3.13, or run \
+	$(SAM) build --use-container with Docker"; exit 1; }
 	rm -rf layers/threadloom/dist
 	$(BIN)/python -m build --outdir layers/threadloom/dist .
 	PATH="$$(dirname "$$($(PYTHON) -c 'import sys; print(sys.executable)')"):$$PATH" SAM_CLI_TELEMETRY=0 \
 		$(SAM) build --region eu-west-1 --build-dir .aws-sam/build
+
+## sam-local: sam local start-api on port $(PORT) with the Powertools layer's ARN read from its public SSM
+## parameter (needs AWS credentials and Docker; SAM CLI cannot resolve the template's {{resolve:ssm:...}}).
+sam-local: $(SAM)
+	layer="$$($(SAM_VENV)/bin/python -c 'import boto3, re, sys; \
+	text = open("template.yaml").read(); \
+	name = re.search(r"resolve:ssm:(/aws/service/powertools/[^}]+)", text).group(1); \
+	print(boto3.client("ssm", region_name="eu-west-1").get_parameter(Name=name)["Parameter"]["Value"])')" && \
+	SAM_CLI_TELEMETRY=0 $(SAM) local start-api --region eu-west-1 --port $(PORT) \
+		--env-vars events/env.local.json --parameter-overrides "PowertoolsLayerArn=$$layer"
+
+$(CHECKOV): Makefile
+	test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(CHECKOV_VENV)/bin/python -m pip install --quiet 'checkov==$(CHECKOV_VERSION)'
+	touch $(CHECKOV)
+
+## checkov: every checkov finding on template.yaml is fixed or skipped in the resource's Metadata with a reason;
+## a new one fails (CI). template-check: that, cfn-lint, and the SAM-expanded template for every parameter set.
+checkov: $(CHECKOV)
+	$(CHECKOV) --file template.yaml --framework cloudformation --compact --quiet --skip-download
+
+template-check: $(STAMP) checkov
+	$(BIN)/cfn-lint template.yaml
+	$(BIN)/python -m pytest -q -n 2 -p no:cacheprovider tests/contract/test_template_expanded.py \
+		tests/contract/test_deploy_template.py tests/contract/test_websocket_template.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -74,7 +108,7 @@ bench-cold-start: $(STAMP)
 
 ## clean-env: remove the virtual environments, SAM's build folder and tool caches; the local data in $(DATA_DIR) is kept.
 clean-env:
-	rm -rf $(VENV) $(SAM_VENV) .aws-sam .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) $(SAM_VENV) $(CHECKOV_VENV) .aws-sam .mypy_cache .ruff_cache .pytest_cache
 
 ## reset-data: delete the local server's data in $(DATA_DIR) (sessions, messages, skills); stop the server first.
 reset-data:

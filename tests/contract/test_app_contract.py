@@ -70,8 +70,8 @@ def test_every_handler_file_exists(template: dict[str, Any]) -> None:
 def test_template_routes_match_the_app(template: dict[str, Any]) -> None:
     from threadloom_api import app
 
-    api_events = _functions(template)["ApiFunction"]["Properties"]["Events"].values()
-    in_template = {(event["Properties"]["Method"], event["Properties"]["Path"]) for event in api_events}
+    paths = template["Resources"]["HttpApi"]["Properties"]["DefinitionBody"]["paths"]
+    in_template = {(method.upper(), path) for path, methods in paths.items() for method in methods}
     in_app = {
         (route.method, re.sub(r"<(\w+)>", r"{\1}", route.path)) for route in app._static_routes + app._dynamic_routes
     }
@@ -106,9 +106,10 @@ def test_layer_is_built_by_sam_with_only_its_own_dependencies(template: dict[str
 def test_the_powertools_layer_is_the_release_the_tests_run(template: dict[str, Any]) -> None:
     from importlib.metadata import version
 
-    layer = template["Globals"]["Function"]["Layers"][0]["Fn::Sub"]
-    assert layer == "{{resolve:ssm:/aws/service/powertools/python/arm64/python3.13/${PowertoolsVersion}}}"
-    assert template["Parameters"]["PowertoolsVersion"]["Default"] == version("aws-lambda-powertools")
+    condition, local_layer, deployed_layer = template["Globals"]["Function"]["Layers"][0]["Fn::If"]
+    assert (condition, local_layer) == ("LocalPowertoolsLayer", {"Ref": "PowertoolsLayerArn"})  # sam local only
+    pinned = version("aws-lambda-powertools")
+    assert deployed_layer == f"{{{{resolve:ssm:/aws/service/powertools/python/arm64/python3.13/{pinned}}}}}"
     assert template["Globals"]["Function"]["Runtime"] == "python3.13"
 
 

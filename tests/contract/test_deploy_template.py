@@ -60,6 +60,9 @@ def evaluate(expression: Any, parameters: dict[str, Any]) -> Any:
         return all(evaluate(item, parameters) for item in argument)
     if name == "Fn::Or":
         return any(evaluate(item, parameters) for item in argument)
+    if name == "Fn::Contains":
+        members, value = (evaluate(item, parameters) for item in argument)
+        return str(value) in [str(member) for member in members]
     if name == "Fn::EachMemberEquals":
         members, value = (evaluate(item, parameters) for item in argument)
         return all(member == value for member in members)
@@ -115,6 +118,11 @@ def test_the_default_parameters_and_a_complete_bring_your_own_set_are_accepted(t
         ({"ExistingDbHost": "mine.example.com"}, "CreateDatabase=false"),
         ({"ExistingVpcId": "vpc-0a1b2c3d"}, "ExistingSubnetIds"),
         ({"Stage": "prod"}, "AlarmEmail"),
+        # the stack's own VPC has no NAT: direct posts to the Management API would all be lost
+        ({"LivePublishing": "direct"}, "LivePublishing=queue"),
+        ({"DbMinCapacity": "8", "DbMaxCapacity": "4"}, "DbMinCapacity must not exceed DbMaxCapacity"),
+        ({"DbMinCapacity": "256", "DbMaxCapacity": "128"}, "DbMinCapacity must not exceed DbMaxCapacity"),
+        ({"PowertoolsLayerArn": "arn:aws:lambda:eu-west-1:017000801446:layer:x:1"}, "only for sam local"),
     ],
 )
 def test_inconsistent_parameter_sets_are_refused_with_a_message_naming_the_fix(
@@ -129,6 +137,21 @@ def test_sqlite_is_refused_as_a_deploy_target_with_the_reason(template: dict[str
     with pytest.raises(ValueError, match=r"SQLite is the laptop default.*own copy of the data in /tmp"):
         parameters_with(template, Backend="sqlite")
     assert template["Globals"]["Function"]["Environment"]["Variables"]["THREADLOOM_BACKEND"] == {"Ref": "Backend"}
+
+
+def test_ordered_capacity_ranges_are_all_accepted(template: dict[str, Any]) -> None:
+    steps = template["Parameters"]["DbMaxCapacity"]["AllowedValues"]
+    for minimum in template["Parameters"]["DbMinCapacity"]["AllowedValues"]:
+        for maximum in steps:
+            expected_refused = float(minimum) > float(maximum)
+            refused = refusals(template, DbMinCapacity=str(minimum), DbMaxCapacity=str(maximum)) != []
+            assert refused == expected_refused, (minimum, maximum)
+
+
+def test_log_retention_must_be_one_cloudwatch_offers(template: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="a retention CloudWatch Logs offers"):
+        parameters_with(template, LogRetentionDays="45")
+    assert parameters_with(template, LogRetentionDays="90")["LogRetentionDays"] == "90"
 
 
 def test_the_jwt_issuer_must_be_an_https_url(template: dict[str, Any]) -> None:
@@ -152,7 +175,7 @@ def test_the_stack_creates_aurora_serverless_v2_behind_a_tls_iam_proxy(template:
     scaling = props["ServerlessV2ScalingConfiguration"]
     assert scaling["MinCapacity"] == {"Ref": "DbMinCapacity"}
     # Auto-pause (0 ACU) does not work with RDS Proxy, so the parameter cannot go below 0.5
-    assert template["Parameters"]["DbMinCapacity"]["MinValue"] == 0.5
+    assert min(template["Parameters"]["DbMinCapacity"]["AllowedValues"]) == 0.5
     assert resources["DatabaseWriter"]["Properties"]["DBInstanceClass"] == "db.serverless"
 
     proxy = resources["DatabaseProxy"]["Properties"]
