@@ -31,4 +31,4 @@ def test_each_vendored_file_keeps_its_licence_header_and_is_listed_with_its_vers
 def test_the_package_data_ships_the_notes_and_licences() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     patterns = config["tool"]["setuptools"]["package-data"]["threadloom"]
-    assert {"inspector/*.js", "inspector/*.md", "inspector/*.txt"} <= set(patterns)
+    assert {"inspector/**/*.js", "inspector/**/*.md", "inspector/**/*.txt"} <= set(patterns)
