@@ -85,3 +85,34 @@ def test_the_linter_refuses_an_import_from_a_lower_layer_to_a_higher_one(tmp_pat
         timeout=120,
     )
     assert kept.returncode == 0, kept.stdout
+
+
+def long_modules_without_a_reason(root: Path, limit: int = 400) -> list[str]:
+    """Library and handler modules over ``limit`` lines whose docstring does not say why they are that long."""
+    import ast
+
+    found = []
+    for path in sorted([*root.joinpath("layers").rglob("*.py"), *root.joinpath("functions").rglob("*.py")]):
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") <= limit:
+            continue
+        docstring = ast.get_docstring(ast.parse(text)) or ""
+        if f"Over {limit} lines because" not in docstring:
+            found.append(str(path.relative_to(root)))
+    return found
+
+
+def test_a_module_over_400_lines_says_why_in_its_docstring() -> None:
+    assert long_modules_without_a_reason(REPOSITORY) == []
+
+
+def test_a_long_module_without_a_reason_is_caught(tmp_path: Path) -> None:
+    # Control: a long module with a plain docstring is reported, the same module with a reason is not.
+    module = tmp_path / "layers" / "long.py"
+    module.parent.mkdir(parents=True)
+    (tmp_path / "functions").mkdir()
+    body = "\n".join(f"value_{index} = {index}" for index in range(450))
+    module.write_text(f'"""A long module."""\n{body}\n')
+    assert long_modules_without_a_reason(tmp_path) == ["layers/long.py"]
+    module.write_text(f'"""A long module.\n\nOver 400 lines because it is a test.\n"""\n{body}\n')
+    assert long_modules_without_a_reason(tmp_path) == []

@@ -11,6 +11,9 @@ host names the server was not started for (DNS rebinding), requests from web pag
 and bodies without a Content-Type, since no token protects the server from the pages a browser opens.
 
 aiohttp is needed here only (the ``local`` extra); the Lambda functions never import this module.
+
+Over 400 lines because it is the whole local entry point (HTTP bridge, live WebSocket, command line)
+in the one module the Lambda functions never import.
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 Lambda keeps an execution environment alive between invocations, so everything here is
 built on first use and cached for the life of the process; importing this module does
 no I/O and reads no environment variable (``get_runtime()`` does, once).
+
+Over 400 lines because it is the one place that reads the settings and wires every optional part
+(store, queue, publisher, skills) from them.
 """
 
 from __future__ import annotations

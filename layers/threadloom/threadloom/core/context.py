@@ -3,6 +3,9 @@
 It also owns the system-prompt snapshot. The snapshot is deliberately sticky:
 writes change the blocks but not the prompt until someone refreshes it, so the
 LLM's prefix cache keeps hitting between turns.
+
+Over 400 lines because loading, guarded writes, skills and the prompt snapshot all act on the one
+set of blocks held here.
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 Everything the manager does is scoped to its namespace (a tenant, in the HTTP
 app): a session id from another namespace is treated as unknown, and cross-session
 search only sees this namespace's sessions (contract D6).
+
+Over 400 lines because the manager is the namespace's one entry point for every session-level
+operation; each method is short.
 """
 
 from __future__ import annotations

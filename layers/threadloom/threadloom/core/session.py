@@ -4,6 +4,9 @@ A builder (``Session.create(store).for_session(id).with_context(...)``) that
 initializes lazily on the first real call. Given a store it auto-wires message
 storage, block contents, the prompt store and skill state to that store's backend
 (contract D11); given a bare session provider it uses only what it is handed.
+
+Over 400 lines because ``Session`` is the facade every caller uses; the work is delegated to
+storage, ``ContextBlocks`` and the compaction function.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ reading validates everything before anything is imported: the header's format an
 every record's shape, the same limits the HTTP API enforces, the tree's references, and the
 footer's record count and SHA-256 over every preceding line, so a truncated or edited file
 is refused as a whole.
+
+Over 400 lines because writing and validating the one format stay side by side, so a change to the layout changes both.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 Probed from SQLite 3.40.1 by ``tests/unit/search/gen_unicode61_data.py``, which
 documents the method. ``tests/unit/search/test_tokenizer_sqlite.py`` re-checks every code point.
+
+Over 400 lines because it is generated data.
 """
 
 from __future__ import annotations

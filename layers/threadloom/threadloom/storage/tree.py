@@ -13,6 +13,9 @@ Design points (see contract §3 and §4):
   row, so path length and the auto-compaction estimate never read the history.
   Operations that change a subtree (overlays, updates, deletes) recompute that
   subtree only.
+
+Over 400 lines because the invariants above are kept by the same transactions; paged history reads
+are in ``history_pages.py``.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ for its whole life, and that connection goes stale (RDS Proxy closes idle client
 reset sockets). Whoever holds the factory can open a replacement, with a fresh IAM token or
 a re-read secret each time. Nothing here sends SQL: pg8000 only sends the startup packet
 (user, database, application_name), which RDS Proxy multiplexes without pinning.
+
+Over 400 lines because the ways to authenticate (password, IAM token, secret) and TLS share the
+settings and DSN parsing kept here.
 """
 
 from __future__ import annotations

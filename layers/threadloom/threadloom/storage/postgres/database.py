@@ -13,6 +13,8 @@ Why it looks like this (see docs/postgres.md):
   connection only where that cannot apply a write twice: a single read statement, or the
   ``START TRANSACTION`` that opens a unit of work. Any other lost connection surfaces as
   :class:`StorageUnavailableError`.
+
+Over 400 lines because the reconnect and retry rules above act on one connection and must be read together.
 """
 
 from __future__ import annotations

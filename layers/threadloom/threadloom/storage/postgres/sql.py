@@ -5,6 +5,8 @@ Mirrors :mod:`threadloom.storage.sqlite.sql`. Differences: the head row is locke
 column of the row itself (so ``unindex_*`` are empty: deleting or rewriting the row
 updates the index), and a few single-statement reads and the append function cut network
 round trips (see :mod:`threadloom.storage.postgres.tree`).
+
+Over 400 lines because every statement of the backend is here: SQL stays in one place per backend.
 """
 
 from __future__ import annotations
