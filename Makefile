@@ -15,14 +15,20 @@ SAM := $(SAM_VENV)/bin/sam
 
 .PHONY: test lint typecheck unit serve bench bench-cold-start sam-build sam-validate clean clean-env reset-data
 
+# One set-up at a time: `make serve` and `make test` started together both wait on VENV_LOCK (flock, util-linux),
+# and whoever gets it second finds the environment already built.
+VENV_LOCK := $(VENV).lock
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "make: $(PYTHON) not found; Threadloom needs Python 3.11 or newer: run make PYTHON=python3.X ..."; exit 1; }
-	@echo "First-run set-up: creating $(VENV) with $$($(PYTHON) --version) and installing Threadloom and its test tools (2-3 minutes, once)..."
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@$(BIN)/python -m pip install --quiet --upgrade pip
-	@$(BIN)/python -m pip install --quiet -e '.[dev]'
-	@touch $(STAMP)
-	@echo "Set-up done."
+	@command -v flock >/dev/null || { echo "make: flock not found; install util-linux (apt-get install util-linux)"; exit 1; }
+	@exec 9>$(VENV_LOCK) && flock 9 && \
+	if [ -f $(STAMP) ] && [ $(STAMP) -nt pyproject.toml ]; then echo "Set-up done by another make."; exit 0; fi && \
+	echo "First-run set-up: creating $(VENV) with $$($(PYTHON) --version) and installing Threadloom and its test tools (2-3 minutes, once)..." && \
+	{ test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); } && \
+	$(BIN)/python -m pip install --quiet --upgrade pip && \
+	$(BIN)/python -m pip install --quiet -e '.[dev]' && \
+	touch $(STAMP) && \
+	echo "Set-up done."
 
 ## test: lint, type-check and run the whole suite (SQLite, PostgreSQL, moto, the docs); CI runs exactly this.
 test: $(STAMP) lint typecheck unit
