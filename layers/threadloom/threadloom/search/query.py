@@ -7,9 +7,11 @@ pieces. Every other character is literal: ``OR``, ``NOT``, ``NEAR``, ``*``, ``^`
 and parentheses are plain text, which the tokenizer either keeps as words or drops as
 separators. Terms and phrases are ANDed, and a repeated term or phrase counts once. A query
 without tokens matches nothing, and so does one whose phrases hold more than
-:data:`MAX_QUERY_TOKENS` tokens: PostgreSQL's tsquery parsing grows quadratically (a
-480,000-token phrase takes a minute) and both engines slow down long before that. Nothing
-raises.
+:data:`MAX_QUERY_TOKENS` tokens in all or one phrase more than :data:`MAX_PHRASE_TOKENS`:
+the work of a phrase grows with its length times the places its words occur (a 1,020-token
+phrase took 4.7-12 s on SQLite and blocked the local server) and PostgreSQL's tsquery parsing
+grows quadratically. Nothing raises here; :func:`query_problem` says why the API refuses a
+query (400) instead of answering nothing.
 
 Both renderings are built from :mod:`threadloom.search.tokenizer`, which reproduces SQLite's
 ``porter unicode61`` tokenizer, so SQLite and PostgreSQL return the same rows:
@@ -57,10 +59,12 @@ __all__ = [
     "MAX_EXACT_POSITION",
     "MAX_LEXEME_BYTES",
     "MAX_POSITIONS_PER_LEXEME",
+    "MAX_PHRASE_TOKENS",
     "MAX_QUERY_TOKENS",
     "TSVECTOR_BUDGET_BYTES",
     "Phrase",
     "parse_query",
+    "query_problem",
     "pg_lexeme",
     "searchable_text",
     "to_fts5_match",
@@ -69,7 +73,9 @@ __all__ = [
 ]
 
 #: A parsed query with more tokens than this matches nothing (on both backends alike).
-MAX_QUERY_TOKENS: Final = 1024
+MAX_QUERY_TOKENS: Final = 64
+#: A parsed query with a phrase longer than this matches nothing (on both backends alike).
+MAX_PHRASE_TOKENS: Final = 32
 #: Terms longer than this (UTF-8 bytes) are hashed for PostgreSQL (its limit is 2047).
 MAX_LEXEME_BYTES: Final = 255
 _HASHED_PREFIX_BYTES: Final = 200
@@ -110,6 +116,8 @@ def parse_query(query: str) -> list[Phrase]:
             words = tuple(split_words(chunk))
             if not words:
                 continue
+            if len(words) > MAX_PHRASE_TOKENS:
+                return []
             tokens = tuple(stem(word) for word in words)
             if tokens not in seen:
                 count += len(tokens)
@@ -118,6 +126,30 @@ def parse_query(query: str) -> list[Phrase]:
                 seen.add(tokens)
                 phrases.append(Phrase(words, tokens))
     return phrases
+
+
+def query_problem(query: str, max_chars: int) -> str | None:
+    """Why ``query`` is refused (a message for a 400), or ``None`` when it may run.
+
+    It bounds the work of one search on both backends before either sees it: the profile's
+    ``max_query_chars``, then the tokens :func:`parse_query` would otherwise drop silently.
+    """
+    if len(query) > max_chars:
+        return f"The search query has {len(query)} characters; at most {max_chars} are allowed"
+    total = 0
+    seen: set[tuple[str, ...]] = set()
+    for index, piece in enumerate(query.split('"')):
+        chunks = [piece] if index % 2 else JS_WHITESPACE_RUN.split(piece)
+        for chunk in chunks:
+            words = tuple(split_words(chunk))
+            if len(words) > MAX_PHRASE_TOKENS:
+                return f"A phrase of the search query has {len(words)} words; at most {MAX_PHRASE_TOKENS} are allowed"
+            if words and words not in seen:
+                seen.add(words)
+                total += len(words)
+    if total > MAX_QUERY_TOKENS:
+        return f"The search query has {total} words; at most {MAX_QUERY_TOKENS} are allowed"
+    return None
 
 
 def to_fts5_match(phrases: Iterable[Phrase]) -> str | None:
