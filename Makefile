@@ -13,7 +13,7 @@ SAM_VENV := .venv-sam
 SAM_VERSION := 1.170.0
 SAM := $(SAM_VENV)/bin/sam
 
-.PHONY: test lint typecheck unit serve bench bench-cold-start sam-build sam-validate clean clean-env reset-data
+.PHONY: test lint typecheck unit browser-deps serve bench bench-cold-start sam-build sam-validate clean clean-env reset-data
 
 # One set-up at a time: `make serve` and `make test` started together both wait on VENV_LOCK (flock, util-linux),
 # and whoever gets it second finds the environment already built.
@@ -54,8 +54,21 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP)
+unit: $(STAMP) browser-deps
 	$(BIN)/python -m pytest -n 2 -q
+
+## browser-deps: the inspector's browser tests need Debian's Chromium and chromedriver: installed here when
+## make runs as root (as .ci/run does), else a failure that says what to run. THREADLOOM_SKIP_BROWSER=1 opts out.
+browser-deps:
+	@if [ "$${THREADLOOM_SKIP_BROWSER:-}" = 1 ]; then echo "THREADLOOM_SKIP_BROWSER=1: the inspector's browser tests will be skipped"; \
+	elif ! { test -x "$${THREADLOOM_CHROMIUM:-/usr/bin/chromium}" && test -x "$${THREADLOOM_CHROMEDRIVER:-/usr/bin/chromedriver}"; }; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+			echo "Installing Chromium and chromedriver for the inspector's browser tests (apt-get)..." && \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+		else \
+			echo "make: the inspector's browser tests need Chromium and chromedriver: run sudo apt-get install chromium chromium-driver (or THREADLOOM_SKIP_BROWSER=1 make test to skip them)"; exit 1; \
+		fi; \
+	fi
 
 ## serve: the HTTP API on http://127.0.0.1:$(PORT) over the embedded default (SQLite, local skills,
 ## in-process queue). Data stays in $(DATA_DIR); every request belongs to tenant $(TENANT). Ctrl-C stops it.
