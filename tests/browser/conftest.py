@@ -1,8 +1,10 @@
 """A real headless Chromium (Debian's package, driven by Selenium) against the local server.
 
 Nothing is downloaded: Selenium is pointed at /usr/bin/chromium and /usr/bin/chromedriver.
-Without them the tests are skipped with a message, unless ``THREADLOOM_REQUIRE_BROWSER=1``
-(set by ``.ci/run``), where a missing browser is a failure. Screenshots of every main view go
+Without them the tests fail with the command that installs them (``make test`` installs them
+itself when it runs as root), so a passing run never hides untested inspector code; only the
+explicit opt-out ``THREADLOOM_SKIP_BROWSER=1`` skips them, with the variable in every skip reason
+and the run's summary. Screenshots of every main view go
 to ``tests/browser/artifacts/`` (git-ignored).
 """
 
@@ -64,13 +66,16 @@ def _missing() -> str | None:
     return None
 
 
+SKIP_VARIABLE = "THREADLOOM_SKIP_BROWSER"
+
+
 def _require_browser() -> None:
     reason = _missing()
     if reason is None:
         return
-    if os.environ.get("THREADLOOM_REQUIRE_BROWSER") == "1":
-        pytest.fail(f"Browser tests are required here but {reason}")
-    pytest.skip(f"Browser tests skipped: {reason}")
+    if os.environ.get(SKIP_VARIABLE) == "1":
+        pytest.skip(f"Browser tests skipped because {SKIP_VARIABLE}=1: {reason}")
+    pytest.fail(f"Browser tests need a browser but {reason}; or skip them on purpose with {SKIP_VARIABLE}=1")
 
 
 @dataclass
@@ -104,6 +109,15 @@ class Server:
 
             self._manager = SessionManager.create(SqliteStore(str(self.data_dir / "threadloom.db")), namespace=TENANT)
         return self._manager
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Say in the run's summary that the inspector went untested, when it was skipped on purpose."""
+    skipped = [report for report in terminalreporter.stats.get("skipped", []) if SKIP_VARIABLE in str(report.longrepr)]
+    if skipped:
+        terminalreporter.write_line(
+            f"{SKIP_VARIABLE}=1: {len(skipped)} inspector browser tests were skipped, so the inspector is untested"
+        )
 
 
 @pytest.fixture(scope="session")

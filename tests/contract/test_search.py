@@ -54,6 +54,24 @@ def test_dialect(searchable: Session, query: str, expected: set[str]) -> None:
     assert hits(searchable, query) == expected
 
 
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("deplo*", {"d1", "d2"}),
+        ("deploy*", {"d2"}),  # the prefix is stemmed as FTS5 stems it: deploy -> deploi, and deployment -> deploy
+        ("fri*", {"d1", "d3"}),
+        ("hel* wor*", {"d5", "d6"}),
+        ("schedul*", {"d1"}),
+        ("really*", {"d4"}),
+        ("x*", set()),  # one character is not a prefix, only the word "x"
+        ('"hello wor*"', set()),  # inside quotes * is literal
+        ("lisb*", set()),
+    ],
+)
+def test_prefix_queries(searchable: Session, query: str, expected: set[str]) -> None:
+    assert hits(searchable, query) == expected
+
+
 def test_results_carry_session_role_and_time(searchable: Session) -> None:
     [result] = searchable.search('"hello world"')
     assert result.session_id == "s" and result.role == "user"

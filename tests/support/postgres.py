@@ -8,10 +8,11 @@ rows. When no server answers, the tests are skipped with the reason, unless
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import socket
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse, urlsplit, urlunsplit
 
@@ -35,6 +36,10 @@ THREADLOOM_TABLES = (
 _HOST_TAG = hashlib.sha1(socket.gethostname().encode()).hexdigest()[:8]
 _DATABASE_PREFIX = f"threadloom_test_{_HOST_TAG}_"
 _worker_database: str | None = None
+# Administrative statements (DROP DATABASE ... WITH (FORCE), CREATE DATABASE, TRUNCATE) wait for other
+# sessions and the disk: on a busy machine one took longer than pg8000's 10 s and failed a whole run.
+ADMIN_TIMEOUT_SECONDS = 60.0
+ADMIN_ATTEMPTS = 3
 _unreachable: str | None = None
 
 
@@ -63,7 +68,7 @@ def unavailable(reason: str) -> None:
     pytest.skip(message)
 
 
-def admin_connection(database: str | None = None) -> Any:
+def admin_connection(database: str | None = None, *, timeout: float = 10.0) -> Any:
     """A plain pg8000 connection to the server (skips or fails the test when there is none)."""
     import pg8000.native
 
@@ -71,12 +76,50 @@ def admin_connection(database: str | None = None) -> Any:
     if _unreachable is not None:  # do not wait for a dead server's timeout once per test
         unavailable(_unreachable)
     try:
-        return pg8000.native.Connection(**connect_kwargs(database=database), timeout=10)
+        return pg8000.native.Connection(**connect_kwargs(database=database), timeout=timeout)
     except Exception as error:
         if database is None:
             _unreachable = f"{database_url()}: {error}"
         unavailable(f"{database_url()}: {error}")
         raise  # unreachable: unavailable() always raises
+
+
+def run_admin(
+    statements: Sequence[str],
+    *,
+    database: str | None = None,
+    timeout: float = ADMIN_TIMEOUT_SECONDS,
+    attempts: int = ADMIN_ATTEMPTS,
+) -> None:
+    """Run administrative statements on their own connection with a long timeout, again on a new one if it runs out.
+
+    The whole sequence is retried, so it must be safe to repeat (``DROP ... IF EXISTS`` before ``CREATE``,
+    ``TRUNCATE``): a statement the client gave up on may still have finished on the server.
+    """
+    import pg8000.native
+
+    for attempt in range(1, attempts + 1):
+        admin = admin_connection(database, timeout=timeout)
+        try:
+            for statement in statements:
+                admin.run(statement)
+            return
+        except (pg8000.native.InterfaceError, TimeoutError) as error:
+            if attempt == attempts or not _timed_out(error):
+                raise
+        finally:
+            with contextlib.suppress(Exception):  # a connection whose socket timed out cannot say goodbye
+                admin.close()
+
+
+def _timed_out(error: BaseException) -> bool:
+    """Whether ``error`` (or what caused it) is a socket timeout, the one failure a busy server explains."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, TimeoutError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def url_for(database: str) -> str:
@@ -86,30 +129,22 @@ def url_for(database: str) -> str:
 
 
 def create_database(name: str) -> None:
-    admin = admin_connection()
-    try:
-        admin.run(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.run(f'CREATE DATABASE "{name}"')
-    finally:
-        admin.close()
+    run_admin([f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)', f'CREATE DATABASE "{name}"'])
 
 
 def drop_database(name: str) -> None:
     import pg8000.native
 
     try:
-        admin = pg8000.native.Connection(**connect_kwargs(), timeout=10)
-    except Exception:
+        pg8000.native.Connection(**connect_kwargs(), timeout=10).close()
+    except Exception:  # no server (any more): nothing to drop
         return
-    try:
-        admin.run(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-    finally:
-        admin.close()
+    run_admin([f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'])
 
 
 def _drop_abandoned_databases() -> None:
     """Drop databases left by runs on this machine whose process is gone (a crash or a kill -9)."""
-    admin = admin_connection()
+    admin = admin_connection(timeout=ADMIN_TIMEOUT_SECONDS)
     try:
         names = [
             row[0]
@@ -164,11 +199,7 @@ def terminate(admin: Any, pid: int) -> None:
 
 
 def truncate_all(database: str) -> None:
-    admin = admin_connection(database)
-    try:
-        admin.run(f"TRUNCATE {', '.join(THREADLOOM_TABLES)}")
-    finally:
-        admin.close()
+    run_admin([f"TRUNCATE {', '.join(THREADLOOM_TABLES)}"], database=database)
 
 
 def postgres_store_factory(request: pytest.FixtureRequest) -> Iterator[Callable[[], PostgresStore]]:

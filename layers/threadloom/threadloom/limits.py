@@ -34,6 +34,9 @@ MIB: Final = 1024 * KIB
 ROLES: Final = ("system", "user", "assistant")
 """The roles of an AI SDK ``UIMessage``; anything else is refused rather than becoming the leaf."""
 
+TEXT_PART_TYPES: Final = frozenset({"text", "reasoning"})
+"""``UIMessage`` part types whose ``text`` string is required (search, token estimates and the inspector read it)."""
+
 ID_ALPHABET: Final = "A-Z a-z 0-9 - _ . ~ : @"
 """Characters an id may use: the ones a URL path carries unchanged, so an accepted id can always be addressed.
 
@@ -135,6 +138,11 @@ class Limits:
         for index, part in enumerate(parts):
             if not isinstance(part, dict) or not isinstance(part.get("type"), str):
                 raise ValidationError(f"Part {index} of message {message_id!r} must be an object with a string 'type'")
+            if part["type"] in TEXT_PART_TYPES and not isinstance(part.get("text"), str):
+                # The message format (AI SDK UIMessage) requires it; without it the part showed as an empty card.
+                raise ValidationError(
+                    f"Part {index} of message {message_id!r} is a {part['type']!r} part and needs a string 'text'"
+                )
         size = self.check_json(message, f"message {message_id!r}")
         if size > self.max_message_bytes:
             raise PayloadTooLargeError(

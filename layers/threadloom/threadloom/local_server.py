@@ -362,6 +362,17 @@ def seed_skills(directory: Path) -> None:
         provider.set(key, content, description)
 
 
+def quiet_console_defaults() -> None:
+    """Keep the console for people: the access log's one line per request, and warnings and errors.
+
+    Metrics are off (no EMF JSON, no "No application metrics to publish") and the API's JSON log
+    lines start at WARNING, so a refused request is its access line only. Both stay overridable
+    (``POWERTOOLS_METRICS_DISABLED=0``, ``POWERTOOLS_LOG_LEVEL=INFO``).
+    """
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "1")
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "WARNING")
+
+
 def configure(data_dir: Path, hub: LocalHub | None = None) -> None:
     """Point the runtime at the data dir and the hub."""
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -370,7 +381,7 @@ def configure(data_dir: Path, hub: LocalHub | None = None) -> None:
     os.environ.setdefault("POWERTOOLS_SERVICE_NAME", "threadloom-local")
     os.environ.setdefault("POWERTOOLS_METRICS_NAMESPACE", "ThreadloomLocal")
     os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "1")
-    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "1")
+    quiet_console_defaults()
     from threadloom.api.runtime import Runtime, Settings, set_runtime
 
     set_runtime(

@@ -79,7 +79,7 @@ def test_export_then_import_into_another_database_twice(seeded: tuple[str, list[
     report = as_json(run("--json", "export", "-o", str(export_file), database=database))
     assert report["sessions"] == 3 and report["messages"] == 18 and export_file.stat().st_size == report["bytes"]
     target = f"sqlite:///{tmp_path / 'target.db'}"
-    first = as_json(run("--json", "import", str(export_file), database=target))
+    first = as_json(run("--create", "--json", "import", str(export_file), database=target))
     assert sorted(first["imported"]) == sorted(ids) and first["messages"] == 18
     again = as_json(run("--json", "import", str(export_file), database=target))
     assert again["imported"] == [] and sorted(again["unchanged"]) == sorted(ids)
@@ -94,7 +94,7 @@ def test_bad_files_exit_with_invalid_input_and_import_nothing(seeded: tuple[str,
     truncated = tmp_path / "truncated.jsonl"
     truncated.write_bytes(export_file.read_bytes()[:-40])
     target = f"sqlite:///{tmp_path / 'target.db'}"
-    refused = run("import", str(truncated), database=target, check_code=5)
+    refused = run("--create", "import", str(truncated), database=target, check_code=5)
     assert "truncated" in refused.stderr
     assert as_json(run("--json", "sessions", "list", database=target)) == []
     assert run("import", str(tmp_path / "absent.jsonl"), database=target, check_code=5).stderr

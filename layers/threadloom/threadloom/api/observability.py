@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
+from aws_lambda_powertools.metrics.functions import is_metrics_disabled
+from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -59,7 +61,40 @@ def _tracer(service: str) -> Tracer:
 
 logger = Logger(service=os.environ.get("POWERTOOLS_SERVICE_NAME") or DEFAULT_SERVICE)
 tracer = _tracer(logger.service)
-metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_NAMESPACE, service=logger.service)
+
+
+class QuietWhenDisabledProvider(AmazonCloudWatchEMFProvider):
+    """EMF metrics that print nothing at all while metrics are disabled (``POWERTOOLS_METRICS_DISABLED``).
+
+    Powertools still prints the cold-start metric's JSON and warns "No application metrics to publish"
+    then; the local server disables metrics, and its console is for people (issue 30).
+    """
+
+    def flush_metrics(self, raise_on_empty_metrics: bool = False) -> None:
+        if is_metrics_disabled():
+            self.clear_metrics()
+            return
+        super().flush_metrics(raise_on_empty_metrics=raise_on_empty_metrics)
+
+    def add_cold_start_metric(self, context: Any) -> None:
+        if not is_metrics_disabled():
+            super().add_cold_start_metric(context)
+
+
+def _metrics(service: str) -> Metrics:
+    built = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_NAMESPACE, service=service)
+    built.provider = QuietWhenDisabledProvider(
+        namespace=built.namespace,
+        service=service,
+        metric_set=built.metric_set,
+        dimension_set=built.dimension_set,
+        metadata_set=built.metadata_set,
+        default_dimensions=built.default_dimensions,
+    )
+    return built
+
+
+metrics = _metrics(logger.service)
 
 
 def route_library_logs() -> None:
@@ -70,4 +105,4 @@ def route_library_logs() -> None:
 
 route_library_logs()
 
-__all__ = ["logger", "metrics", "route_library_logs", "tracer", "tracing_enabled"]
+__all__ = ["QuietWhenDisabledProvider", "logger", "metrics", "route_library_logs", "tracer", "tracing_enabled"]

@@ -41,6 +41,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from threadloom.cli.output import ExitCode, exit_code_for
     from threadloom.errors import ThreadloomError
 
+    arguments = global_options_first(arguments)
     try:
         app(args=arguments, prog_name="threadloom")
     except SystemExit as done:
@@ -57,4 +58,43 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-__all__ = ["main", "version"]
+GLOBAL_OPTIONS_WITH_VALUE = frozenset({"--database", "-d", "--namespace", "-n"})
+GLOBAL_FLAGS = frozenset({"--json", "--create"})
+
+
+def global_options_first(arguments: list[str]) -> list[str]:
+    """The arguments with global options written after the command moved before it.
+
+    Click only reads ``--database``, ``--namespace``, ``--json`` and ``--create`` before the command,
+    so ``threadloom import demo.jsonl --database x.db`` failed with "No such option"; both places work.
+    Nothing after ``--`` moves.
+    """
+    index = 0
+    while index < len(arguments):  # past the options already in front, to the command
+        argument = arguments[index]
+        if argument in GLOBAL_OPTIONS_WITH_VALUE:
+            index += 2
+        elif argument in GLOBAL_FLAGS or argument.split("=", 1)[0] in GLOBAL_OPTIONS_WITH_VALUE:
+            index += 1
+        else:
+            break
+    front, rest, moved = arguments[:index], [], []
+    position = index
+    while position < len(arguments):
+        argument = arguments[position]
+        if argument == "--":
+            rest.extend(arguments[position:])
+            break
+        if argument in GLOBAL_OPTIONS_WITH_VALUE and position + 1 < len(arguments):
+            moved.extend(arguments[position : position + 2])
+            position += 2
+            continue
+        if argument in GLOBAL_FLAGS or argument.split("=", 1)[0] in GLOBAL_OPTIONS_WITH_VALUE:
+            moved.append(argument)
+        else:
+            rest.append(argument)
+        position += 1
+    return [*front, *moved, *rest]
+
+
+__all__ = ["global_options_first", "main", "version"]

@@ -39,11 +39,12 @@ class State:
     database_given: bool
     namespace: str
     out: Output
+    create: bool = False
 
     @contextmanager
     def store(self) -> Any:
         try:
-            store = open_store(self.database)
+            store = open_store(self.database, create=self.create)
         except StorageUnavailableError as error:
             raise with_tls_hint(error) from error
         try:
@@ -88,8 +89,12 @@ def root(
     show_version: Annotated[
         bool, typer.Option("--version", is_eager=True, callback=_print_version, help="Print the version and exit")
     ] = False,
+    create: Annotated[
+        bool, typer.Option("--create", help="Create the SQLite file when it does not exist (migrate always may)")
+    ] = False,
 ) -> None:
-    ctx.obj = State(database or DEFAULT_DATABASE, database is not None, namespace, Output.create(as_json=as_json))
+    database_url = database or DEFAULT_DATABASE
+    ctx.obj = State(database_url, database is not None, namespace, Output.create(as_json=as_json), create)
 
 
 # ------------------------------------------------------------------ sessions
@@ -363,7 +368,7 @@ def migrate(
 
         store: Any = PostgresStore.from_environment(auto_migrate=False)
     else:
-        store = open_store(database_url or state.database)
+        store = open_store(database_url or state.database, create=True)
     try:
         applied = store.migrate()
     except StorageUnavailableError as error:

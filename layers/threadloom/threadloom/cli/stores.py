@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from threadloom.errors import StorageUnavailableError, ValidationError
+from threadloom.errors import NotFoundError, StorageUnavailableError, ValidationError
 
 DEFAULT_DATABASE = "sqlite:///.threadloom/threadloom.db"
 """The file ``make serve`` (and ``threadloom serve``) keep their data in."""
@@ -16,8 +16,12 @@ TLS_HINT = (
 )
 
 
-def open_store(url: str) -> Any:
-    """A ``SqliteStore`` or ``PostgresStore``; the caller closes it. A bare path means a SQLite file."""
+def open_store(url: str, *, create: bool = False) -> Any:
+    """A ``SqliteStore`` or ``PostgresStore``; the caller closes it. A bare path means a SQLite file.
+
+    A SQLite file that does not exist is refused unless ``create``: a misspelt or relative path used
+    to leave a new empty database behind and answer "No sessions" as if all were well.
+    """
     if "://" not in url and url:
         url = f"sqlite:///{url}"
     if url.startswith("sqlite:///"):
@@ -27,6 +31,11 @@ def open_store(url: str) -> Any:
         from threadloom.storage.sqlite.store import SqliteStore
 
         if path != ":memory:":
+            if not create and not Path(path).is_file():
+                raise NotFoundError(
+                    f"No database at {path} ({Path(path).resolve()}); check --database, or create one with "
+                    f"`threadloom --database {path} migrate` (or add --create)"
+                )
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         return SqliteStore(path)
     if url.startswith(("postgresql://", "postgres://")):

@@ -3,13 +3,17 @@
 Dialect: text inside double quotes is one phrase (an unterminated quote runs to the end);
 outside quotes every whitespace-separated word (JavaScript whitespace, as the reference splits)
 is its own term, and a word the tokenizer splits (``e-mail``, ``3.14``) is a phrase of its
-pieces. Every other character is literal: ``OR``, ``NOT``, ``NEAR``, ``*``, ``^``, ``-``, ``:``
-and parentheses are plain text, which the tokenizer either keeps as words or drops as
+pieces. A word outside quotes ending in ``*`` is a prefix (``lisb*``; its stem, as FTS5 stems a
+prefix token, begins the indexed term; PostgreSQL's ``:*``), when it has at least
+:data:`MIN_PREFIX_CHARS` characters. Every other character is literal: ``OR``, ``NOT``, ``NEAR``,
+another ``*``, ``^``, ``-``, ``:`` and parentheses are plain text, which the tokenizer either keeps as words or drops as
 separators. Terms and phrases are ANDed, and a repeated term or phrase counts once. A query
 without tokens matches nothing, and so does one whose phrases hold more than
-:data:`MAX_QUERY_TOKENS` tokens: PostgreSQL's tsquery parsing grows quadratically (a
-480,000-token phrase takes a minute) and both engines slow down long before that. Nothing
-raises.
+:data:`MAX_QUERY_TOKENS` tokens in all or one phrase more than :data:`MAX_PHRASE_TOKENS`:
+the work of a phrase grows with its length times the places its words occur (a 1,020-token
+phrase took 4.7-12 s on SQLite and blocked the local server) and PostgreSQL's tsquery parsing
+grows quadratically. Nothing raises here; :func:`query_problem` says why the API refuses a
+query (400) instead of answering nothing.
 
 Both renderings are built from :mod:`threadloom.search.tokenizer`, which reproduces SQLite's
 ``porter unicode61`` tokenizer, so SQLite and PostgreSQL return the same rows:
@@ -57,10 +61,13 @@ __all__ = [
     "MAX_EXACT_POSITION",
     "MAX_LEXEME_BYTES",
     "MAX_POSITIONS_PER_LEXEME",
+    "MAX_PHRASE_TOKENS",
     "MAX_QUERY_TOKENS",
+    "MIN_PREFIX_CHARS",
     "TSVECTOR_BUDGET_BYTES",
     "Phrase",
     "parse_query",
+    "query_problem",
     "pg_lexeme",
     "searchable_text",
     "to_fts5_match",
@@ -69,7 +76,11 @@ __all__ = [
 ]
 
 #: A parsed query with more tokens than this matches nothing (on both backends alike).
-MAX_QUERY_TOKENS: Final = 1024
+MAX_QUERY_TOKENS: Final = 64
+#: A parsed query with a phrase longer than this matches nothing (on both backends alike).
+MAX_PHRASE_TOKENS: Final = 32
+#: A word ending in ``*`` is a prefix when it has at least this many characters (else it is the word itself).
+MIN_PREFIX_CHARS: Final = 2
 #: Terms longer than this (UTF-8 bytes) are hashed for PostgreSQL (its limit is 2047).
 MAX_LEXEME_BYTES: Final = 255
 _HASHED_PREFIX_BYTES: Final = 200
@@ -94,6 +105,8 @@ class Phrase:
 
     words: tuple[str, ...]
     tokens: tuple[str, ...]
+    prefix: bool = False
+    """The last token matches every indexed term it begins (``lisb*``)."""
 
 
 def parse_query(query: str) -> list[Phrase]:
@@ -101,7 +114,7 @@ def parse_query(query: str) -> list[Phrase]:
     if not isinstance(query, str):
         return []
     phrases: list[Phrase] = []
-    seen: set[tuple[str, ...]] = set()
+    seen: set[tuple[tuple[str, ...], bool]] = set()
     count = 0
     # Even pieces are outside quotes, odd ones inside; an unmatched quote leaves an odd last piece.
     for index, piece in enumerate(query.split('"')):
@@ -110,14 +123,47 @@ def parse_query(query: str) -> list[Phrase]:
             words = tuple(split_words(chunk))
             if not words:
                 continue
+            if len(words) > MAX_PHRASE_TOKENS:
+                return []
             tokens = tuple(stem(word) for word in words)
-            if tokens not in seen:
+            prefix = not index % 2 and chunk.endswith("*") and _prefix_allowed(words[-1], tokens[-1])
+            if (tokens, prefix) not in seen:
                 count += len(tokens)
                 if count > MAX_QUERY_TOKENS:
                     return []
-                seen.add(tokens)
-                phrases.append(Phrase(words, tokens))
+                seen.add((tokens, prefix))
+                phrases.append(Phrase(words, tokens, prefix))
     return phrases
+
+
+def _prefix_allowed(word: str, token: str) -> bool:
+    """A prefix needs :data:`MIN_PREFIX_CHARS` characters (``a*`` would expand to most of the index)
+    and a term PostgreSQL keeps as it is (a hashed long term has no prefixes)."""
+    return len(word) >= MIN_PREFIX_CHARS and pg_lexeme(token) == token
+
+
+def query_problem(query: str, max_chars: int) -> str | None:
+    """Why ``query`` is refused (a message for a 400), or ``None`` when it may run.
+
+    It bounds the work of one search on both backends before either sees it: the profile's
+    ``max_query_chars``, then the tokens :func:`parse_query` would otherwise drop silently.
+    """
+    if len(query) > max_chars:
+        return f"The search query has {len(query)} characters; at most {max_chars} are allowed"
+    total = 0
+    seen: set[tuple[str, ...]] = set()
+    for index, piece in enumerate(query.split('"')):
+        chunks = [piece] if index % 2 else JS_WHITESPACE_RUN.split(piece)
+        for chunk in chunks:
+            words = tuple(split_words(chunk))
+            if len(words) > MAX_PHRASE_TOKENS:
+                return f"A phrase of the search query has {len(words)} words; at most {MAX_PHRASE_TOKENS} are allowed"
+            if words and words not in seen:
+                seen.add(words)
+                total += len(words)
+    if total > MAX_QUERY_TOKENS:
+        return f"The search query has {total} words; at most {MAX_QUERY_TOKENS} are allowed"
+    return None
 
 
 def to_fts5_match(phrases: Iterable[Phrase]) -> str | None:
@@ -125,7 +171,7 @@ def to_fts5_match(phrases: Iterable[Phrase]) -> str | None:
 
     Each phrase becomes a double-quoted FTS5 string; adjacent strings are an implicit AND.
     """
-    rendered = ['"' + " ".join(phrase.words) + '"' for phrase in phrases if phrase.words]
+    rendered = ['"' + " ".join(phrase.words) + ('" *' if phrase.prefix else '"') for phrase in phrases if phrase.words]
     return " ".join(rendered) if rendered else None
 
 
@@ -138,7 +184,10 @@ def to_tsquery_literal(phrases: Iterable[Phrase]) -> str | None:
             continue
         lexemes = [pg_lexeme(token) for token in phrase.tokens]
         total += sum(len(lexeme.encode("utf-8")) + 1 for lexeme in lexemes)  # + its NUL terminator
-        rendered.append(_balanced([_quote(lexeme) for lexeme in lexemes], "<->"))
+        quoted = [_quote(lexeme) for lexeme in lexemes]
+        if phrase.prefix:
+            quoted[-1] += ":*"
+        rendered.append(_balanced(quoted, "<->"))
     if not rendered or total > _TSQUERY_BUDGET_BYTES:
         return None
     return _balanced(rendered, "&")

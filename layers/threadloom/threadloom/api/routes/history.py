@@ -9,7 +9,9 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from threadloom.api.models import BranchPointList, HistoryPage, SearchOut
 from threadloom.api.use_cases import history as use_cases
+from threadloom.errors import ValidationError
 from threadloom.limits import HARD_LIMITS
+from threadloom.search import query_problem
 
 from .common import ANY, SESSION, limits, manager, new_router, responses, serialized_response
 
@@ -56,6 +58,7 @@ def branch_points(sessionId: str) -> BranchPointList:
     responses=responses(200, SearchOut, "Matching messages, best first", *SESSION),
 )
 def search_session(sessionId: str, q: SearchQuery, limit: Limit = None) -> SearchOut:
+    _check_query(q)
     return use_cases.search_session(manager(router), sessionId, q, limit, limits())
 
 
@@ -67,4 +70,15 @@ def search_session(sessionId: str, q: SearchQuery, limit: Limit = None) -> Searc
     responses=responses(200, SearchOut, "Matching messages of this tenant's sessions", *ANY),
 )
 def search_all(q: SearchQuery, limit: Limit = None) -> SearchOut:
+    _check_query(q)
     return use_cases.search_all(manager(router), q, limit, limits())
+
+
+def _check_query(query: str) -> None:
+    """Refuse (400) a query over the profile's ``max_query_chars`` or the dialect's word bounds.
+
+    Left to the library, such a query would match nothing, or (before the bounds) hold a worker for seconds.
+    """
+    problem = query_problem(query, limits().max_query_chars)
+    if problem is not None:
+        raise ValidationError(problem)
