@@ -286,7 +286,7 @@ def check_export_and_import(installed: Installed, session_id: str) -> None:
     """The CLI on SQLite: export the server's data, import it into another file, the same session comes back."""
     exported = installed.run("threadloom", "export", "-o", "backup.jsonl")
     assert exported.returncode == 0, exported.stderr
-    imported = installed.run("threadloom", "--database", "copy.db", "--json", "import", "backup.jsonl")
+    imported = installed.run("threadloom", "--database", "copy.db", "--create", "--json", "import", "backup.jsonl")
     assert imported.returncode == 0, imported.stderr
     assert json.loads(imported.stdout)["imported"] == [session_id]
     listed = installed.run("threadloom", "--database", "copy.db", "--json", "sessions", "list")

@@ -307,7 +307,7 @@ def test_the_cli_refuses_a_hostile_file_without_a_traceback_and_names_a_foreign_
     lines = sealed(records()).splitlines(keepends=True)[:-1]
     lines[1] = lines[1].replace(b'"name": "Imported"', b'"name": "Imported", "x": ' + b"[" * 100_000 + b"]" * 100_000)
     hostile.write_bytes(sealed([], lines=lines))
-    done = run_cli("--database", database, "--namespace", TENANT, "import", str(hostile))
+    done = run_cli("--database", database, "--create", "--namespace", TENANT, "import", str(hostile))
     assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr
     assert "nests JSON arrays or objects too deeply" in done.stderr
     good = tmp_path / "good.jsonl"
@@ -316,7 +316,7 @@ def test_the_cli_refuses_a_hostile_file_without_a_traceback_and_names_a_foreign_
     assert elsewhere.returncode == 0, elsewhere.stderr
     assert f"exported from namespace '{TENANT}'" in elsewhere.stderr and "into namespace 'someone'" in elsewhere.stderr
     # Control: the file's own namespace gets no note
-    same = run_cli("--database", str(tmp_path / "other.db"), "--namespace", TENANT, "import", str(good))
+    same = run_cli("--database", str(tmp_path / "other.db"), "--create", "--namespace", TENANT, "import", str(good))
     assert same.returncode == 0 and "exported from namespace" not in same.stderr, same.stderr
 
 
