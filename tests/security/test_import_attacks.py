@@ -343,3 +343,25 @@ def test_a_prompt_line_may_be_longer_than_other_records_but_not_unbounded(store:
     big = changed(lambda body: body[2]["message"]["parts"][0].update(text="m" * (cap + 1000)))
     with pytest.raises(ExportFormatError, match=f"Line 3 is longer than {cap} bytes"):
         import_sessions(store.lifecycle(), TENANT, io.BytesIO(sealed(big)), limits=limits)
+
+
+def test_the_cli_with_a_profile_refuses_a_block_key_the_profile_does_not_write(tmp_path: Path) -> None:
+    from threadloom.api.profile import DEFAULT_PROFILE_PATH
+
+    profile = str(DEFAULT_PROFILE_PATH)
+
+    from tests.support.crafted_exports import crafted_export
+
+    database = str(tmp_path / "cli.db")
+    planted = tmp_path / "planted.jsonl"
+    planted.write_bytes(crafted_export("1", {"memory_chat_1": "planted for the session chat_1"}))
+    refused = run_cli(
+        "--database", database, "--create", "import", str(planted), "--profile", str(DEFAULT_PROFILE_PATH)
+    )
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr, refused.stderr
+    assert "'memory_chat_1' is not a block this deployment stores" in refused.stderr
+    # Control: the session's own memory block under the same profile imports
+    own = tmp_path / "own.jsonl"
+    own.write_bytes(crafted_export("1", {"memory_1": "its own memory"}))
+    done = run_cli("--database", database, "--create", "import", str(own), "--profile", profile)
+    assert done.returncode == 0, done.stderr

@@ -203,12 +203,20 @@ def import_(
     from threadloom.lifecycle.export_format import signing_key_from_environment
 
     state = _state(ctx)
-    limits = _profile(profile).limits.to_limits() if profile else None
+    loaded = _profile(profile) if profile else None
+    limits = loaded.limits.to_limits() if loaded is not None else None
+    # With a profile, a block must be one it writes for its own session, as the HTTP import requires
+    labels = [block.label for block in loaded.blocks if block.kind == "writable"] if loaded is not None else None
     key = signing_key_from_environment()
     with state.store() as store:
         if str(file) == "-":
             report = import_sessions(
-                store.lifecycle(), state.namespace, sys.stdin.buffer, limits=limits, signing_key=key
+                store.lifecycle(),
+                state.namespace,
+                sys.stdin.buffer,
+                limits=limits,
+                block_labels=labels,
+                signing_key=key,
             )
         else:
             try:
@@ -216,7 +224,9 @@ def import_(
             except OSError as error:
                 raise ValidationError(f"Cannot read {file}: {error.strerror}") from error
             with stream, state.out.progress("Validating and importing", None):
-                report = import_sessions(store.lifecycle(), state.namespace, stream, limits=limits, signing_key=key)
+                report = import_sessions(
+                    store.lifecycle(), state.namespace, stream, limits=limits, block_labels=labels, signing_key=key
+                )
     state.out.result(
         {"imported": report.imported, "unchanged": report.unchanged, "messages": report.messages},
         text=f"Imported {plural(len(report.imported), 'session')} ({plural(report.messages, 'message')}); "
