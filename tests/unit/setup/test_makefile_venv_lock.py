@@ -15,13 +15,19 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 
-# Answers what the Makefile asks of $(PYTHON) and of .venv/bin/python; `pip install` holds a
-# "busy" marker for a second and fails if another install already holds it (the real race's pip error).
+# Answers what the Makefile asks of $(PYTHON) and of .venv/bin/python; `--version` waits for the other
+# set-up to reach it too (a rendezvous, so a loaded machine cannot serialize the unlocked control by
+# chance); `pip install` holds a "busy" marker for a second and fails if another install already holds
+# it (the real race's pip error).
 FAKE_PYTHON = """#!/bin/sh
 log="$FAKE_LOG"
 case "$1 $2" in
   "-c import sys") exit 0 ;;
-  "--version ") echo "Python 3.99.0"; exit 0 ;;
+  "--version ")
+    # Both set-ups meet here (at most 5 s) so that, unlocked, they surely overlap whatever the load
+    touch "$log.arrived.$$"; waited=0
+    while set -- "$log".arrived.*; [ "$#" -lt 2 ] && [ "$waited" -lt 50 ]; do sleep 0.1; waited=$((waited + 1)); done
+    echo "Python 3.99.0"; exit 0 ;;
   "-m venv") mkdir -p "$3/bin"; cp "$0" "$3/bin/python"; echo venv >> "$log"; exit 0 ;;
   "-m pip")
     if ! mkdir "$log.busy" 2>/dev/null; then echo "pip: No module named pip" >&2; echo clash >> "$log"; exit 1; fi

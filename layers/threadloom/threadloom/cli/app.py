@@ -1,6 +1,8 @@
 """The commands. Each one parses its options, calls the library (``threadloom.lifecycle``, the stores), and reports.
 
 Global options pick the database (``--database``), the namespace (tenant) and ``--json``; see docs/cli.md.
+
+Over 400 lines because every operator command is here, each a short parse-call-report over the library.
 """
 
 from __future__ import annotations
