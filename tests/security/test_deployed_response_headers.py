@@ -6,7 +6,7 @@ Through the real Lambda handler with API Gateway events, on SQLite and on the re
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ from threadloom.api.edge import STRICT_TRANSPORT_SECURITY
 from threadloom.api.runtime import Runtime, set_runtime
 from threadloom.inspector import content_security_policy
 
-from tests.support.api import SESSION, FakeLambdaContext, gateway_event, load_event, seeded_runtime
+from tests.support.api import SESSION, FakeLambdaContext, backend_store, gateway_event, load_event, seeded_runtime
 
 
 @pytest.fixture(autouse=True)
@@ -26,11 +26,7 @@ def _forget_runtime() -> Iterator[None]:
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def runtime(request: pytest.FixtureRequest, tmp_path: Path) -> Runtime:
-    store = None
-    if request.param == "postgres":
-        factory: Callable[[], Any] = request.getfixturevalue("postgres_store_factory")
-        store = factory()
-    return seeded_runtime(tmp_path, store=store)[0]
+    return seeded_runtime(tmp_path, store=backend_store(request))[0]
 
 
 def headers_of(event: dict[str, Any]) -> tuple[int, dict[str, str]]:

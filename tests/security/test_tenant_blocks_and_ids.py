@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from threadloom.lifecycle import import_sessions
 from threadloom.storage.blocks import SqlContextProvider
 from threadloom.storage.registry import SqlSessionRegistry
 
-from tests.support.api import SESSION, TENANT, call, seeded_runtime
+from tests.support.api import SESSION, TENANT, backend_store, call, seeded_runtime
 from tests.support.crafted_exports import crafted_export
 
 A = TENANT
@@ -42,11 +42,7 @@ def _forget_runtime() -> Iterator[None]:
 @pytest.fixture(params=["sqlite", "postgres"])
 def runtime(request: pytest.FixtureRequest, tmp_path: Path) -> Runtime:
     """Tenant A (the seeded ``user-123``) with session ``chat_1`` holding memory; tenant B has nothing."""
-    store = None
-    if request.param == "postgres":
-        factory: Callable[[], Any] = request.getfixturevalue("postgres_store_factory")
-        store = factory()
-    runtime = seeded_runtime(tmp_path, store=store)[0]
+    runtime = seeded_runtime(tmp_path, store=backend_store(request))[0]
     runtime.store.registry(A).create("Chat one", session_id="chat_1")
     assert call("PUT", "/sessions/chat_1/context/memory", {"content": "A's memory"})[0] == 200
     return runtime

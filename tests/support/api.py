@@ -53,6 +53,13 @@ SEED = [
 ]
 
 
+def backend_store(request: Any) -> Any:
+    """The store a ``params=["sqlite", "postgres"]`` fixture asks for: None (SQLite) or a PostgreSQL store."""
+    if request.param == "postgres":
+        return request.getfixturevalue("postgres_store_factory")()
+    return None
+
+
 def seeded_runtime(tmp_path: Path, store: Any = None, **settings: Any) -> tuple[Runtime, RecordingQueue]:
     """A fresh runtime (SQLite unless ``store`` is given): ``s-demo`` (4 messages) and ``s-other`` of ``user-123``."""
     skills = tmp_path / "skills"

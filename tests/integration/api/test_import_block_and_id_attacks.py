@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from threadloom.api.runtime import Runtime, set_runtime
 
-from tests.support.api import SESSION, TENANT, call, seeded_runtime
+from tests.support.api import SESSION, TENANT, backend_store, call, seeded_runtime
 from tests.support.crafted_exports import crafted_export
 
 A = TENANT
@@ -34,11 +34,7 @@ def _forget_runtime() -> Iterator[None]:
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def runtime(request: pytest.FixtureRequest, tmp_path: Path) -> Runtime:
-    store = None
-    if request.param == "postgres":
-        factory: Callable[[], Any] = request.getfixturevalue("postgres_store_factory")
-        store = factory()
-    runtime = seeded_runtime(tmp_path, store=store)[0]
+    runtime = seeded_runtime(tmp_path, store=backend_store(request))[0]
     runtime.store.registry(A).create("Chat one", session_id="chat_1")
     return runtime
 
