@@ -252,13 +252,14 @@ def import_(
             "renamed": report.renamed,
         },
         text=f"Imported {plural(len(report.imported), 'session')} ({plural(report.messages, 'message')}); "
-        f"{len(report.unchanged)} already present and unchanged."
-        + (
-            f"\nRenamed {plural(len(report.renamed), 'session')} (ids not minted for this namespace):{renames}"
-            if renames
-            else ""
-        ),
+        f"{len(report.unchanged)} already present and unchanged.",
     )
+    if renames and not state.out.as_json:
+        state.out.stdout.print(
+            f"Renamed {plural(len(report.renamed), 'session')} (ids not minted for this namespace):{renames}",
+            highlight=False,
+            soft_wrap=True,  # an id is never cut across lines
+        )
     if report.source_namespace is not None and report.source_namespace != state.namespace:
         state.out.stderr.print(
             f"Note: {file} was exported from namespace {report.source_namespace!r}; its sessions were imported "

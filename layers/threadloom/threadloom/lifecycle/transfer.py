@@ -1,11 +1,12 @@
 """Export sessions to a file and import them back, into the same or another backend.
 
-An import keeps a session's id only when this deployment minted it for the importing namespace
-(``core.keys``); any other id gets one minted from the namespace and the old id, the same on
-every import, and the report lists those renames. So the answer never depends on whether another
-tenant holds an id. An import is all-or-nothing (one transaction for the whole file, after the
-whole file validated) and idempotent: a session already present with exactly the exported
-content is skipped; one present with other content is a conflict, so it never overwrites data.
+An import keeps a session's id only when the id is the importing namespace's own: held by it,
+or minted for it (``core.keys``) and held by nobody. Any other id gets one minted from the
+namespace and the old id, the same on every import, and the report lists those renames. So the
+answer never depends on whether another tenant holds an id. An import is all-or-nothing (one
+transaction for the whole file, after the whole file validated) and idempotent: a session already
+present with exactly the exported content is skipped; one present with other content is a
+conflict, so it never overwrites data.
 
 An import streams: a first pass validates the file a session at a time and decides every id, a
 second compares the sessions already present, a third writes the new ones, one at a time, in the
@@ -99,7 +100,7 @@ def import_sessions(
     writable blocks); a block of the file must then be one of those for its own session
     (``<label>_<session id>``) or the session's prompt, else nothing is imported. With
     ``signing_key``, only files signed with it are imported (unsigned or tampered: refused).
-    A session keeps its id only when it was minted for ``namespace``; see :class:`_IdPlan`.
+    A session keeps its id only when it is the namespace's own; see :class:`_IdPlan`.
     ``keep_ids`` is for a trusted operator moving a deployment (the CLI's ``--keep-ids``): every
     id is kept, and one held in another namespace is a conflict that says so. Never for a tenant.
     """
@@ -136,10 +137,12 @@ def import_sessions(
 class _IdPlan:
     """The id each session of a file gets in the importing namespace, decided from that namespace alone.
 
-    An id minted for the namespace (and not held elsewhere) is kept; any other (another tenant's,
-    a legacy id, one written by hand) is replaced by the id minted from the namespace and the old
-    id, so the same file imports to the same ids every time. Whether another tenant holds an id
-    never changes the answer, so an import reveals no other tenant's sessions.
+    An id is kept when the namespace holds it (the session is the caller's own: unchanged, or a
+    conflict) or when it was minted for the namespace and nobody holds it. Any other id (another
+    tenant's, a legacy or hand-written id nobody holds) is replaced by the id minted from the
+    namespace and the old id, so the same file imports to the same ids every time. Whether another
+    tenant holds an id never changes the answer (held elsewhere and held by nobody are renamed
+    alike), so an import reveals no other tenant's sessions.
     """
 
     def __init__(self, storage: LifecycleStorage, namespace: str, *, keep_ids: bool = False) -> None:
@@ -153,9 +156,6 @@ class _IdPlan:
         self.present: dict[str, None] = {}
         self.messages = 0
 
-    def _owner_is_namespace_or_nobody(self, session_id: str) -> bool:
-        return self._storage.session_namespace(session_id) in (None, self._namespace)
-
     def add(self, snapshot: SessionSnapshot) -> None:
         old = snapshot.id
         target = old
@@ -165,9 +165,12 @@ class _IdPlan:
                 raise ConflictError(
                     f"Session {old!r} is held by namespace {owner!r}; its id cannot be kept (nothing was imported)"
                 )
-        elif not (is_minted_for(self._secret, self._namespace, old) and self._owner_is_namespace_or_nobody(old)):
-            target = imported_session_id(self._secret, self._namespace, old)
-            self.renames[old] = target
+        else:
+            owner = self._storage.session_namespace(old)
+            own = owner == self._namespace or (owner is None and is_minted_for(self._secret, self._namespace, old))
+            if not own:
+                target = imported_session_id(self._secret, self._namespace, old)
+                self.renames[old] = target
         if target in self.fresh or target in self.present:
             raise ValidationError(
                 f"Sessions {old!r} and {next(k for k, v in self._targets.items() if v == target)!r} of the file "
