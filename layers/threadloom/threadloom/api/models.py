@@ -170,7 +170,7 @@ class ImportFromS3(ApiModel):
 
 
 class ImportOut(ApiModel):
-    """``renamed``: ``{id in the file: id given}`` for each session whose id was not minted for the namespace."""
+    """``renamed``: ``{id in the file: id given}`` for each session whose id was not the tenant's own."""
 
     imported: list[str]
     unchanged: list[str]
