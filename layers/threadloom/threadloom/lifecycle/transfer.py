@@ -157,27 +157,24 @@ class _IdPlan:
         self.messages = 0
 
     def add(self, snapshot: SessionSnapshot) -> None:
-        old = snapshot.id
-        target = old
+        old = target = snapshot.id
+        owner = self._storage.session_namespace(old)
         if self._keep_ids:
-            owner = self._storage.session_namespace(old)
             if owner not in (None, self._namespace):
                 raise ConflictError(
                     f"Session {old!r} is held by namespace {owner!r}; its id cannot be kept (nothing was imported)"
                 )
-        else:
-            owner = self._storage.session_namespace(old)
-            own = owner == self._namespace or (owner is None and is_minted_for(self._secret, self._namespace, old))
-            if not own:
-                target = imported_session_id(self._secret, self._namespace, old)
-                self.renames[old] = target
+        elif not (owner == self._namespace or (owner is None and is_minted_for(self._secret, self._namespace, old))):
+            target = imported_session_id(self._secret, self._namespace, old)
+            self.renames[old] = target
+            owner = self._storage.session_namespace(target)
         if target in self.fresh or target in self.present:
+            first = next(key for key, value in self._targets.items() if value == target)
             raise ValidationError(
-                f"Sessions {old!r} and {next(k for k, v in self._targets.items() if v == target)!r} of the file "
-                f"would both be imported as {target!r}; import them from separate files (nothing was imported)"
+                f"Sessions {first!r} and {old!r} of the file would both be imported as {target!r}; "
+                "import them from separate files (nothing was imported)"
             )
         self._targets[old] = target
-        owner = self._storage.session_namespace(target)
         if owner is None:
             self.fresh[target] = None
             self.messages += len(snapshot.messages)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import weakref
 from typing import TYPE_CHECKING
 
 from threadloom.clock import utc_now
@@ -35,7 +36,6 @@ class SqlSessionRegistry:
         self._database = database
         self._sql = sql
         self.namespace = namespace
-        self._id_secret: str | None = None
 
     def create(
         self,
@@ -86,9 +86,7 @@ class SqlSessionRegistry:
         return minted, info
 
     def _secret(self) -> str:
-        if self._id_secret is None:
-            self._id_secret = session_id_secret(self._database, self._sql)
-        return self._id_secret
+        return session_id_secret(self._database, self._sql)
 
     def get(self, session_id: str) -> SessionInfo | None:
         rows = self._database.query_once(self._sql.get_session, {"namespace": self.namespace, "id": session_id})
@@ -244,12 +242,22 @@ class SqlSessionRegistry:
         ]
 
 
+_SECRETS: weakref.WeakKeyDictionary[Database, str] = weakref.WeakKeyDictionary()
+
+
 def session_id_secret(database: Database, sql: type[SqlDialect]) -> str:
-    """The database's own secret session ids are minted with (migration 0016); it never leaves the database."""
-    rows = database.query_once(sql.get_setting, {"name": "keyed_session_secret"})
-    if not rows:
-        raise StorageError("The session id secret is missing: apply migration 0016")
-    return str(rows[0][0])
+    """The database's own secret session ids are minted with (migration 0016); it never leaves the database.
+
+    Read once per database object: migration 0016 made it and nothing changes it, so a create, a
+    keyed open or an import costs no extra statement after the first.
+    """
+    secret = _SECRETS.get(database)
+    if secret is None:
+        rows = database.query_once(sql.get_setting, {"name": "keyed_session_secret"})
+        if not rows:
+            raise StorageError("The session id secret is missing: apply migration 0016")
+        secret = _SECRETS[database] = str(rows[0][0])
+    return secret
 
 
 def _parse_cursor(cursor: str) -> tuple[int, str]:
