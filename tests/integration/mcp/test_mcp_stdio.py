@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from mcp import Client
+from threadloom.cli.output import ExitCode
 
-from tests.support.mcp import json_of, message, remember_a_fact, stdio_parameters, text_of
+from tests.support.mcp import THREADLOOM, json_of, message, remember_a_fact, stdio_parameters, text_of
 
 
 def test_over_stdio_an_agent_remembers_and_is_told_of_changes(tmp_path: Path) -> None:
@@ -87,12 +89,10 @@ def test_a_session_named_at_start_binds_the_tools_and_a_missing_one_is_refused(t
 
     anyio.run(bound)
 
-    async def missing() -> None:
-        async with Client(stdio_parameters(database, "carol", "--session", "nope")) as client:
-            await client.list_tools()
-
-    with pytest.raises(Exception):  # noqa: B017, PT011 - the process exits before the handshake
-        anyio.run(missing)
+    command = [THREADLOOM, "--database", str(database), "-n", "carol", "mcp", "--session", "nope"]
+    refused = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60, check=False)
+    assert refused.returncode == int(ExitCode.NOT_FOUND), refused.stderr
+    assert "Session 'nope' not found in namespace 'carol'" in refused.stderr
 
 
 @pytest.mark.postgres
