@@ -434,4 +434,25 @@ def serve(
     serve_main(["--host", host, "--port", str(port), "--data-dir", os.fspath(data_dir)])
 
 
+@app.command("mcp")
+def mcp(
+    ctx: typer.Context,
+    session: Annotated[
+        str | None, typer.Option(help="Bind the context tools to this session (calls may still name another)")
+    ] = None,
+) -> None:
+    """Serve the namespace's memory to an agent over the Model Context Protocol on stdin/stdout."""
+    from threadloom.extras import missing_extra_message
+
+    missing = missing_extra_message("threadloom mcp", "mcp")
+    if missing is not None:
+        typer.echo(missing, err=True)
+        raise typer.Exit(int(ExitCode.ERROR))
+    from threadloom.mcp.stdio import run
+
+    state = _state(ctx)
+    with state.store() as store:
+        run(store, state.namespace, session)
+
+
 __all__ = ["ExitCode", "app"]
