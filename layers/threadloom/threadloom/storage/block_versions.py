@@ -160,7 +160,7 @@ def versions_page(
 ) -> tuple[list[BlockVersion], bool]:
     """Up to ``limit`` versions below ``before``, newest first, within ``max_bytes`` of content
     (at least one); and whether more are left after them."""
-    params = {**owner.version_params(), "before": before if before is not None else 2**62, "limit": limit + 1}
+    params = {**owner.version_params(), "before": before if before is not None else 2**31 - 1, "limit": limit + 1}
     rows = database.query_once(sql.block_versions_page, {**params, "budget": max_bytes})
     page: list[BlockVersion] = []
     for row in rows[:limit]:

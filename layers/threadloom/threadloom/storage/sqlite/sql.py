@@ -360,7 +360,7 @@ class SqliteSql(SqlDialect):
     # within :budget bytes (the first row always has it), so a page never reads more than it returns.
     block_versions_page = (
         "SELECT version, size_bytes, source, session_id, message_ids, request_id, note, created_at, "
-        "CASE WHEN running - size_bytes <= :budget THEN content END FROM ("
+        "CASE WHEN running <= :budget OR running = size_bytes THEN content END FROM ("
         "SELECT version, size_bytes, source, session_id, message_ids, request_id, note, created_at, content, "
         "SUM(size_bytes) OVER (ORDER BY version DESC) AS running FROM threadloom_block_versions "
         "WHERE namespace = :namespace AND scope = :scope AND owner_id = :owner AND key = :key AND version < :before "
