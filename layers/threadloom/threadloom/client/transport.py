@@ -35,6 +35,7 @@ from threadloom.errors import (
     ReadOnlyBlockError,
     SessionBusyError,
     SkillStoreError,
+    StaleVersionError,
     StorageError,
     StorageTimeoutError,
     StorageUnavailableError,
@@ -69,6 +70,7 @@ ERROR_CODES: Final[dict[str, type[ThreadloomError]]] = {
     "idempotency_in_progress": ConflictError,
     "read_only_block": ReadOnlyBlockError,
     "block_limit_exceeded": BlockLimitError,
+    "stale_version": StaleVersionError,
     "quota_exceeded": QuotaExceededError,
     "compaction_failed": CompactionError,
     "session_busy": SessionBusyError,
@@ -156,7 +158,16 @@ def error_for(response: httpx.Response) -> ThreadloomError:
     kind = ERROR_CODES.get(code) or ERROR_STATUSES.get(response.status_code)
     if kind is None:
         return HttpError(response.status_code, code or "http_error", message)
+    if kind is StaleVersionError:
+        return StaleVersionError(message, current_version=_current_version(response), current_content=None)
     return kind(message)
+
+
+def _current_version(response: httpx.Response) -> int:
+    """The block's version a ``stale_version`` answer names (the envelope's ``currentVersion``)."""
+    error = response.json().get("error") or {}
+    version = error.get("currentVersion")
+    return version if isinstance(version, int) and not isinstance(version, bool) else 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -338,7 +338,7 @@ class ContextBlocks:
             try:
                 version = _versioned(provider).write(content, based_on_version=base, change=self._change(change))
             except StaleVersionError as stale:
-                self._hold(label, stale.current_content, stale.current_version)
+                self._hold(label, stale.current_content or "", stale.current_version)
                 raise
         elif is_writable_provider(provider):
             _provider_set(provider)(content)
