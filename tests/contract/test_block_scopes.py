@@ -162,3 +162,39 @@ def _count_round_trips(store: Any) -> Callable[[], int]:
 
         setattr(database, name, counting)
     return lambda: calls[0]
+
+
+class _Recorder:
+    """A live publisher that keeps what it was given."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, Any]] = []
+
+    def publish(self, namespace: str, session_id: str, event: Any) -> None:
+        self.events.append((namespace, session_id, event))
+
+
+def test_live_viewers_of_the_other_sessions_hear_their_prompt_is_stale(make_store: Callable[[], Any]) -> None:
+    from threadloom.live.publisher import attach_publisher
+
+    recorder = _Recorder()
+    manager = attach_publisher(_manager(make_store(), "tenant-a"), recorder)
+    one = manager.create_session("one", subject_id="alice")
+    two = manager.create_session("two", subject_id="alice")
+    bob = manager.create_session("bob", subject_id="bob")
+    for session_id in (two.id, bob.id):
+        manager.get_session(session_id).freeze_system_prompt()
+    manager.get_session(one.id).tools()["set_context"].execute({"label": "memory", "content": "Name: Alice"})
+    stale = [(sid, event) for _, sid, event in recorder.events if event.get("staleBlocks")]
+    assert [(sid, event["type"], event["staleBlocks"]) for sid, event in stale] == [
+        (two.id, "session_status", ["memory"])
+    ]
+    # a tenant block concerns every session of the tenant that froze a prompt, Bob's too
+    recorder.events.clear()
+    manager.get_session(one.id).replace_context_block("house", "Ship on Fridays")
+    told = {sid: event["staleBlocks"] for _, sid, event in recorder.events if event.get("staleBlocks")}
+    assert told == {two.id: ["memory", "house"], bob.id: ["house"]}  # two's prompt also still misses the memory
+    # a session-scoped block concerns no one else
+    recorder.events.clear()
+    manager.get_session(one.id).replace_context_block("scratch", "mine")
+    assert not [event for _, _, event in recorder.events if event.get("staleBlocks")]

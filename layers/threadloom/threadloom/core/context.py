@@ -170,8 +170,11 @@ class ContextBlocks:
         loaded_skills: Callable[[], Iterable[str]] | None = None,
         limits: Limits = DEFAULT_LIMITS,
         tool_change: ChangeSource | None = None,
+        on_shared_change: Callable[[str, str], None] | None = None,
     ) -> None:
         self._configs: list[ContextConfig] = list(configs)
+        # Called with (label, scope) after a subject or tenant block changed: other sessions' prompts are stale.
+        self.on_shared_change = on_shared_change
         # The provenance of a change that names none: a model tool call (the Session says which).
         self.tool_change = tool_change
         # Every write (block content, skill, search entry) is checked against this table first.
@@ -340,6 +343,8 @@ class ContextBlocks:
             except StaleVersionError as stale:
                 self._hold(label, stale.current_content or "", stale.current_version)
                 raise
+            if block.scope != "session" and self.on_shared_change is not None:
+                self.on_shared_change(label, block.scope)
         elif is_writable_provider(provider):
             _provider_set(provider)(content)
         description = config.description if config is not None and config.description is not None else block.description

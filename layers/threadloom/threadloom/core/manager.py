@@ -329,6 +329,20 @@ class SessionManager:
             self._subjects[info.id] = info.subject_id
         return info
 
+    def sessions_sharing(self, session_id: str, scope: str, *, limit: int = 50) -> builtins.list[str]:
+        """The other sessions that read ``session_id``'s blocks of ``scope``: its subject's, or the tenant's
+        most recently active (at most ``limit``); they are the ones whose frozen prompt a change makes stale."""
+        if scope == "subject":
+            subject = self._subject_of(session_id)
+            if subject is None:
+                return []
+            ids: builtins.list[str] = self.store.lifecycle().subject_session_ids(self.namespace, subject)
+        elif scope == "tenant":
+            ids = [info.id for info in self._registry.list_page(limit=limit + 1)[0]]
+        else:
+            return []
+        return [other for other in ids if other != session_id][:limit]
+
     def _subject_of(self, session_id: str) -> str | None:
         """The session's subject: as last looked up here, else read from the registry."""
         if session_id not in self._subjects:

@@ -256,6 +256,7 @@ class Session:
             loaded_skills=self._skill_state.load if self._skill_state is not None else None,
             limits=self.limits,
             tool_change=self._tool_change,
+            on_shared_change=self._events.emit_shared_change,
         )
         self._ready = True
 
