@@ -176,9 +176,16 @@ def get_version(database: Database, sql: type[SqlDialect], owner: BlockOwner, ve
     return version_from_row(rows[0]) if rows else None
 
 
+def remove_session_versions(tx: Executor, sql: type[SqlDialect], namespace: str, session_id: str) -> None:
+    """A removed session's own block versions go; the versions it made of shared blocks lose their link to it."""
+    tx.execute(sql.delete_owner_versions, {"namespace": namespace, "scope": "session", "owner": session_id})
+    tx.execute(sql.unlink_session_versions, {"namespace": namespace, "sid": session_id})
+
+
 __all__ = [
     "BlockOwner",
     "get_version",
+    "remove_session_versions",
     "read_current",
     "version_from_row",
     "versions_page",
