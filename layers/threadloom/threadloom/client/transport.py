@@ -3,6 +3,8 @@
 Kept apart from the operations (:mod:`threadloom.client.operations`) so retry and error rules
 live in one place; :class:`Transport` (httpx ``Client``) and :class:`AsyncTransport` (httpx
 ``AsyncClient``) share them and differ only in how they wait for the network.
+
+Over 400 lines because both transports and every retry and error rule they share are kept together here.
 """
 
 from __future__ import annotations
@@ -158,16 +160,10 @@ def error_for(response: httpx.Response) -> ThreadloomError:
     kind = ERROR_CODES.get(code) or ERROR_STATUSES.get(response.status_code)
     if kind is None:
         return HttpError(response.status_code, code or "http_error", message)
-    if kind is StaleVersionError:
-        return StaleVersionError(message, current_version=_current_version(response), current_content=None)
+    if kind is StaleVersionError:  # the envelope names the block's version now
+        version = (response.json().get("error") or {}).get("currentVersion")
+        return StaleVersionError(message, current_version=int(version or 0), current_content=None)
     return kind(message)
-
-
-def _current_version(response: httpx.Response) -> int:
-    """The block's version a ``stale_version`` answer names (the envelope's ``currentVersion``)."""
-    error = response.json().get("error") or {}
-    version = error.get("currentVersion")
-    return version if isinstance(version, int) and not isinstance(version, bool) else 0
 
 
 @dataclass(frozen=True, slots=True)
