@@ -1127,4 +1127,63 @@ INSERT INTO threadloom_settings (name, value)
 
 INSERT INTO threadloom_schema_migrations (version, name) VALUES (16, '0016_keyed_session_secret.sql') ON CONFLICT (version) DO NOTHING;
 
+-- ===== 0020_shared_blocks.sql =====
+-- Threadloom schema v20 (postgres): writable blocks shared beyond one session (issue 26, block scopes).
+-- A block of scope 'subject' belongs to (namespace, subject_id): every session of one end user in a
+-- tenant reads and writes the same row. A block of scope 'tenant' belongs to (namespace) alone
+-- (subject_id ''). Session-scoped blocks stay in threadloom_context_blocks, owned by (namespace,
+-- session_id) as migration 0015 made them, so sessions without shared blocks read what they read before.
+-- version counts the changes (1 for the first write); a replacement names the version it was based on.
+CREATE TABLE threadloom_shared_blocks (
+    namespace  TEXT NOT NULL,
+    scope      TEXT NOT NULL,
+    subject_id TEXT NOT NULL,
+    key        TEXT NOT NULL,
+    content    TEXT NOT NULL,
+    version    INTEGER NOT NULL,
+    updated_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (namespace, scope, subject_id, key),
+    CHECK ((scope = 'subject' AND subject_id <> '') OR (scope = 'tenant' AND subject_id = ''))
+);
+
+INSERT INTO threadloom_schema_migrations (version, name) VALUES (20, '0020_shared_blocks.sql') ON CONFLICT (version) DO NOTHING;
+
+-- ===== 0021_block_versions.sql =====
+-- Threadloom schema v21 (postgres): every change of a writable block is a stored version with its provenance.
+-- A session-scoped block row now counts its changes too (existing rows start at 0: their content
+-- predates history, and the first change makes version 1). threadloom_block_versions holds one row
+-- per change of any writable block, owned as the block is: (namespace, scope, owner_id) where
+-- owner_id is the session id (scope 'session'), the subject id ('subject') or '' ('tenant').
+-- source says who changed it: tool (a model tool call in session_id after the message in
+-- message_ids), http, import, reflection (message_ids: what it read), operator or library.
+-- History is bounded by the profile (keep the last N versions or D days per block).
+ALTER TABLE threadloom_context_blocks ADD COLUMN version INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE threadloom_block_versions (
+    namespace   TEXT NOT NULL,
+    scope       TEXT NOT NULL,
+    owner_id    TEXT NOT NULL,
+    key         TEXT NOT NULL,
+    version     INTEGER NOT NULL,
+    content     TEXT NOT NULL,
+    size_bytes  INTEGER NOT NULL,
+    source      TEXT NOT NULL,
+    session_id  TEXT,
+    message_ids TEXT NOT NULL,
+    request_id  TEXT,
+    note        TEXT,
+    created_at  TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (namespace, scope, owner_id, key, version)
+);
+
+INSERT INTO threadloom_schema_migrations (version, name) VALUES (21, '0021_block_versions.sql') ON CONFLICT (version) DO NOTHING;
+
+-- ===== 0022_block_versions_by_session.sql =====
+-- Threadloom schema v22 (postgres): find the versions a session made, wherever the block lives.
+-- A shared block's versions name the session (and message) that changed it. When that session is
+-- removed (deleted, swept by retention, erased with its subject), the versions it made of blocks
+-- that outlive it keep their content but lose the link to it: this index finds them by session.
+CREATE INDEX threadloom_block_versions_by_session ON threadloom_block_versions (namespace, session_id);
+
+INSERT INTO threadloom_schema_migrations (version, name) VALUES (22, '0022_block_versions_by_session.sql') ON CONFLICT (version) DO NOTHING;
+
 COMMIT;

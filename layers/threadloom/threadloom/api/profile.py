@@ -18,6 +18,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from threadloom.errors import ValidationError
 from threadloom.limits import DEFAULT_LIMITS, HARD_LIMITS, Limits
+from threadloom.records import DEFAULT_KEEP_VERSIONS
 
 DEFAULT_PROFILE_PATH = Path(__file__).parent / "profiles" / "default.yaml"
 
@@ -41,10 +42,24 @@ class StaticBlock(_Block):
 
 
 class WritableBlock(_Block):
-    """A per-session block auto-wired to the store, which the model edits with ``set_context``."""
+    """A block auto-wired to the store, which the model edits with ``set_context``.
+
+    ``scope`` says who shares it: the session (the default), every session of the session's
+    subject (the end user: the JWT ``sub`` or the ``subjectId`` it was created with), or every
+    session of the tenant.
+    """
 
     kind: Literal["writable"]
     max_tokens: Annotated[int, Field(gt=0)] | None = None
+    scope: Literal["session", "subject", "tenant"] = "session"
+
+
+class BlockHistorySpec(_Strict):
+    """How much history each writable block keeps: the last ``keep_versions`` changes, and with
+    ``keep_days`` only those younger than that (both bound it); the current version always stays."""
+
+    keep_versions: Annotated[int, Field(gt=0, le=100000)] = DEFAULT_KEEP_VERSIONS
+    keep_days: Annotated[int, Field(gt=0, le=36500)] | None = None
 
 
 class SkillsBlock(_Block):
@@ -163,6 +178,12 @@ class Profile(_Strict):
     searchable_history: Annotated[str, Field(pattern=_LABEL)] | None = None
     limits: LimitsSpec = LimitsSpec()
     retention: RetentionSpec = RetentionSpec()
+    block_history: BlockHistorySpec = BlockHistorySpec()
+
+    @property
+    def has_subject_blocks(self) -> bool:
+        """Whether a block is shared by a subject's sessions (so who may name a subject matters)."""
+        return any(block.kind == "writable" and block.scope == "subject" for block in self.blocks)
 
     @model_validator(mode="after")
     def _unique_labels(self) -> Profile:
@@ -202,6 +223,7 @@ def load_profile(path: str | Path | None = None) -> Profile:
 
 __all__ = [
     "DEFAULT_PROFILE_PATH",
+    "BlockHistorySpec",
     "BlockSpec",
     "CompactionSpec",
     "LimitsSpec",

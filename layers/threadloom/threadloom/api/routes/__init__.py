@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
-from threadloom.api.routes import compaction, context, health, history, inspector, lifecycle, messages, sessions
+from threadloom.api.routes import (
+    block_history,
+    compaction,
+    context,
+    health,
+    history,
+    inspector,
+    lifecycle,
+    messages,
+    sessions,
+)
 
 ROUTERS = (
     sessions.router,
     messages.router,
     history.router,
     context.router,
+    block_history.router,
     compaction.router,
     lifecycle.router,
     health.router,

@@ -311,6 +311,108 @@ class SqliteSql(SqlDialect):
     )
     delete_session_blocks = "DELETE FROM threadloom_context_blocks WHERE namespace = :namespace AND session_id = :sid"
 
+    # Versioned writable blocks (issue 26; migrations 0020-0022). A session-scoped block lives in
+    # threadloom_context_blocks (owner: namespace, session id), a subject or tenant block in
+    # threadloom_shared_blocks (owner: namespace, scope, subject id; '' for the tenant). A change
+    # updates the row only when it still has the version it was based on, and returns the new one.
+    session_block_read = (
+        "SELECT content, version FROM threadloom_context_blocks WHERE namespace = :namespace AND session_id = :sid "
+        "AND key = :key"
+    )
+    session_block_update_if = (
+        "UPDATE threadloom_context_blocks SET content = :content, version = version + 1, updated_at = :now "
+        "WHERE namespace = :namespace AND session_id = :sid AND key = :key AND version = :based_on RETURNING version"
+    )
+    session_block_update = (
+        "UPDATE threadloom_context_blocks SET content = :content, version = version + 1, updated_at = :now "
+        "WHERE namespace = :namespace AND session_id = :sid AND key = :key RETURNING version"
+    )
+    session_block_insert = (
+        "INSERT INTO threadloom_context_blocks (namespace, session_id, key, content, version, updated_at) "
+        "VALUES (:namespace, :sid, :key, :content, 1, :now) "
+        "ON CONFLICT (namespace, session_id, key) DO NOTHING RETURNING version"
+    )
+    shared_block_read = (
+        "SELECT content, version FROM threadloom_shared_blocks WHERE namespace = :namespace AND scope = :scope AND "
+        "subject_id = :subject AND key = :key"
+    )
+    shared_block_update_if = (
+        "UPDATE threadloom_shared_blocks SET content = :content, version = version + 1, updated_at = :now "
+        "WHERE namespace = :namespace AND scope = :scope AND subject_id = :subject AND key = :key AND version = "
+        ":based_on RETURNING version"
+    )
+    shared_block_update = (
+        "UPDATE threadloom_shared_blocks SET content = :content, version = version + 1, updated_at = :now "
+        "WHERE namespace = :namespace AND scope = :scope AND subject_id = :subject AND key = :key RETURNING version"
+    )
+    shared_block_insert = (
+        "INSERT INTO threadloom_shared_blocks (namespace, scope, subject_id, key, content, version, updated_at) "
+        "VALUES (:namespace, :scope, :subject, :key, :content, 1, :now) "
+        "ON CONFLICT (namespace, scope, subject_id, key) DO NOTHING RETURNING version"
+    )
+    insert_block_version = (
+        "INSERT INTO threadloom_block_versions (namespace, scope, owner_id, key, version, content, size_bytes, "
+        "source, session_id, message_ids, request_id, note, created_at) "
+        "VALUES (:namespace, :scope, :owner, :key, :version, :content, :size_bytes, :source, :session_id, "
+        ":message_ids, :request_id, :note, :now)"
+    )
+    # Newest first, below :before; the content only while the running size (newest first) stays
+    # within :budget bytes (the first row always has it), so a page never reads more than it returns.
+    block_versions_page = (
+        "SELECT version, size_bytes, source, session_id, message_ids, request_id, note, created_at, "
+        "CASE WHEN running <= :budget OR running = size_bytes THEN content END FROM ("
+        "SELECT version, size_bytes, source, session_id, message_ids, request_id, note, created_at, content, "
+        "SUM(size_bytes) OVER (ORDER BY version DESC) AS running FROM threadloom_block_versions "
+        "WHERE namespace = :namespace AND scope = :scope AND owner_id = :owner AND key = :key AND version < :before "
+        "ORDER BY version DESC LIMIT :limit) AS page "
+        "ORDER BY version DESC"
+    )
+    get_block_version = (
+        "SELECT version, size_bytes, source, session_id, message_ids, request_id, note, created_at, content "
+        "FROM threadloom_block_versions WHERE namespace = :namespace AND scope = :scope AND owner_id = :owner AND key "
+        "= :key AND version = :version"
+    )
+    prune_block_versions = (
+        "DELETE FROM threadloom_block_versions WHERE namespace = :namespace AND scope = :scope AND owner_id = :owner "
+        "AND key = :key "
+        "AND (version < :oldest_kept OR (created_at < :cutoff AND version < :version))"
+    )
+    delete_owner_versions = (
+        "DELETE FROM threadloom_block_versions WHERE namespace = :namespace AND scope = :scope AND owner_id = :owner"
+    )
+    count_owner_versions = (
+        "SELECT COUNT(*) FROM threadloom_block_versions "
+        "WHERE namespace = :namespace AND scope = :scope AND owner_id = :owner"
+    )
+    # A removed session's links from the versions it made of blocks that outlive it (0022).
+    unlink_session_versions = (
+        "UPDATE threadloom_block_versions SET session_id = NULL, message_ids = '[]' "
+        "WHERE namespace = :namespace AND session_id = :sid AND NOT (scope = 'session' AND owner_id = :sid)"
+    )
+    subject_blocks = (
+        "SELECT key, content, version, updated_at FROM threadloom_shared_blocks "
+        "WHERE namespace = :namespace AND scope = :scope AND subject_id = :subject ORDER BY key"
+    )
+    delete_subject_blocks = (
+        "DELETE FROM threadloom_shared_blocks WHERE namespace = :namespace AND scope = :scope AND subject_id = :subject"
+    )
+    owner_versions = (
+        "SELECT key, version, size_bytes, source, session_id, message_ids, request_id, note, created_at, content "
+        "FROM threadloom_block_versions WHERE namespace = :namespace AND scope = :scope AND owner_id = :owner "
+        "ORDER BY key, version"
+    )
+    import_shared_block = (
+        "INSERT INTO threadloom_shared_blocks (namespace, scope, subject_id, key, content, version, updated_at) "
+        "VALUES (:namespace, :scope, :subject, :key, :content, :version, :now) "
+        "ON CONFLICT (namespace, scope, subject_id, key) DO NOTHING RETURNING version"
+    )
+    import_block_version = (
+        "INSERT INTO threadloom_block_versions (namespace, scope, owner_id, key, version, content, size_bytes, "
+        "source, session_id, message_ids, request_id, note, created_at) "
+        "VALUES (:namespace, :scope, :owner, :key, :version, :content, :size_bytes, :source, :session_id, "
+        ":message_ids, :request_id, :note, :now) ON CONFLICT DO NOTHING"
+    )
+
     count_entries = "SELECT COUNT(*) FROM threadloom_search_entries WHERE scope = :scope AND label = :label"
     entry_exists = "SELECT 1 FROM threadloom_search_entries WHERE scope = :scope AND label = :label AND key = :key"
     upsert_entry = (
