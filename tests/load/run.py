@@ -102,6 +102,14 @@ class LoadResult:
     def errors_by_kind(self) -> Counter[tuple[str, int, str]]:
         return Counter((r[0], r[3], r[4]) for r in self.records if r[3] not in (200, 201))
 
+    def error_examples(self) -> dict[str, str]:
+        """The first message of each kind of error, to read what a client was told."""
+        examples: dict[str, str] = {}
+        for r in self.records:
+            if r[3] not in (200, 201):
+                examples.setdefault(f"{r[0]} {r[3]} {r[4]}", r[7])
+        return examples
+
     def untyped_errors(self) -> list[list[Any]]:
         """Failures that are not a documented, retryable 503: a 500, a 4xx, an exception out of the handler."""
         return [r for r in self.records if r[3] not in (200, 201) and not (r[3] == 503 and r[4] in TYPED_CODES)]
@@ -166,7 +174,9 @@ class LoadResult:
                 f"{op} {status} {code}": count for (op, status, code), count in sorted(self.errors_by_kind().items())
             },
             "untyped_errors": len(self.untyped_errors()),
+            "error_examples": self.error_examples(),
             "acknowledged": len(self.acknowledged()),
+            "appends_already_stored": sum(1 for r in self.successes("append") if r[3] == 200),
             "lost": len(self.lost()),
             "sessions": len(self.stored),
             "forked_sessions": len(self.forks()),
@@ -394,7 +404,9 @@ def format_summary(summary: dict[str, Any]) -> str:
         f"  appends/s {summary['appends_per_second']}, requests/s {summary['requests_per_second']}",
         "  p50/p99 ms: " + ", ".join(f"{op} {values[0]}/{values[1]}" for op, values in summary["latency_ms"].items()),
         f"  errors by kind: {summary['errors'] or 'none'}; untyped {summary['untyped_errors']}",
-        f"  acknowledged {summary['acknowledged']}, lost {summary['lost']}; sessions {summary['sessions']}, "
+        *(f"    e.g. {kind}: {message}" for kind, message in summary["error_examples"].items()),
+        f"  acknowledged {summary['acknowledged']} (of which re-sent appends answered 200, already stored: "
+        f"{summary['appends_already_stored']}), lost {summary['lost']}; sessions {summary['sessions']}, "
         f"forked {summary['forked_sessions']}",
     ]
     if summary["through_pooler"]:

@@ -15,9 +15,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from threadloom import PostgresStore, SessionManager
+from threadloom.errors import SessionBusyError
 
 from tests.load.run import LoadPlan, LoadResult, format_summary, run_load
 from tests.load.servers import PgBouncer, PrivatePostgres, missing_programs, private_servers
+from tests.support.messages import text_message
 
 pytestmark = [pytest.mark.load, pytest.mark.timeout(240)]
 
@@ -73,3 +76,32 @@ def test_a_crash_mid_run_loses_nothing_and_every_worker_recovers(
     assert len(recovery) == WORKERS
     assert all(seconds is not None for seconds in recovery.values()), f"workers that never succeeded again: {recovery}"
     assert max(s for s in recovery.values() if s is not None) <= RECOVERY_TARGET_S, recovery
+
+
+def test_transaction_local_timeouts_still_apply_through_the_pooler(servers: tuple[PrivatePostgres, PgBouncer]) -> None:
+    """The lock timeout is set inside the transaction it governs, so the pooler cannot separate the two.
+
+    A ``SessionBusyError`` is PostgreSQL's own lock_not_available (55P03): the server's lock timeout
+    fired, not the client socket's 8 s. Checked for the append (the function sets it) and for a read
+    (the pipelined timeouts statement goes ahead of it, closed by the same Sync).
+    """
+    postgres, bouncer = servers
+    store = PostgresStore(bouncer.url(), auto_migrate=False)
+    holder = postgres.connect()
+    try:
+        manager = SessionManager.create(store, namespace="tenant-timeouts")
+        session_id = manager.create_session("held").id
+        manager.append(session_id, text_message("m1", "before the lock"))
+        holder.run("START TRANSACTION")
+        holder.run("SELECT 1 FROM threadloom_session_heads WHERE session_id = :sid FOR UPDATE", sid=session_id)
+        with pytest.raises(SessionBusyError):
+            manager.append(session_id, text_message("m2", "while another writer holds the session"))
+        holder.run("LOCK TABLE threadloom_messages IN ACCESS EXCLUSIVE MODE")
+        with pytest.raises(SessionBusyError):
+            manager.get_history(session_id)
+        holder.run("ROLLBACK")
+        manager.append(session_id, text_message("m2", "while another writer holds the session"))
+        assert [message["id"] for message in manager.get_history(session_id)] == ["m1", "m2"]
+    finally:
+        holder.close()
+        store.close()
