@@ -79,6 +79,8 @@ class LoadResult:
     default_state: list[Any] = field(default_factory=list)
     pinning_statements: list[str] = field(default_factory=list)
     statements_seen: int = 0
+    #: PgBouncer's totals over the run: transactions, queries, and µs clients waited for a server connection.
+    pooler: dict[str, int] = field(default_factory=dict)
 
     # -------------------------------------------------------------- figures
 
@@ -184,6 +186,10 @@ class LoadResult:
             "dirty_server_connections": len(self.dirty_server_connections()),
             "statements_checked": self.statements_seen,
             "pinning_statements": len(self.pinning_statements),
+            "pooler_transactions": self.pooler.get("xact_count"),
+            "pooler_wait_us_per_transaction": round(self.pooler["wait_time"] / max(1, self.pooler["xact_count"]), 1)
+            if self.pooler
+            else None,
             "workers_recovered": f"{len(recovered)}/{len(recovery)}" if recovery else None,
             "recovery_s_max": round(max(recovered), 3) if recovered else None,
             "recovery_s_median": round(statistics.median(recovered), 3) if recovered else None,
@@ -284,6 +290,7 @@ def run_load(postgres: PrivatePostgres, bouncer: PgBouncer, plan: LoadPlan, fold
             time.sleep(0.05)
 
     _reset_statement_statistics(postgres)
+    pooler_before = bouncer.totals() if plan.through_pooler else {}
     started = time.time()
     ended = started + plan.seconds
     for process in workers.values():
@@ -305,6 +312,8 @@ def run_load(postgres: PrivatePostgres, bouncer: PgBouncer, plan: LoadPlan, fold
         records = json.loads((folder / f"{name}.result").read_text(encoding="utf-8"))
         result.records.extend([*record, index] for record in records)
     result.ended = max([ended, *(r[1] + r[2] for r in result.records)])
+    if plan.through_pooler:
+        result.pooler = {name: value - pooler_before[name] for name, value in bouncer.totals().items()}
     _read_statements(postgres, result)
     if plan.through_pooler:
         _read_server_states(postgres, bouncer, result)
@@ -346,7 +355,7 @@ def _read_server_states(postgres: PrivatePostgres, bouncer: PgBouncer, result: L
     ``pool_size`` clients each hold a transaction open at once, so each is handed its own server
     connection: together they cover every connection the pool has (it never has more).
     """
-    import pg8000.native
+    import pg8000.native  # type: ignore[import-untyped]
 
     fresh = postgres.connect()
     try:
@@ -414,6 +423,10 @@ def format_summary(summary: dict[str, Any]) -> str:
             f"  server connections checked {summary['server_connections_checked']}, with state left behind "
             f"{summary['dirty_server_connections']}; statements checked {summary['statements_checked']}, "
             f"pinning {summary['pinning_statements']}"
+        )
+        lines.append(
+            f"  pooler: {summary['pooler_transactions']} transactions, clients waited for a server connection "
+            f"{summary['pooler_wait_us_per_transaction']} µs per transaction"
         )
     if summary["workers_recovered"] is not None:
         lines.append(

@@ -62,7 +62,7 @@ def _owned_folder(prefix: str) -> Path:
 
 
 def _connect(port: int, database: str = DATABASE, *, timeout: float = 5.0) -> Any:
-    import pg8000.native
+    import pg8000.native  # type: ignore[import-untyped]
 
     return pg8000.native.Connection(user="postgres", host="127.0.0.1", port=port, database=database, timeout=timeout)
 
@@ -246,6 +246,13 @@ class PgBouncer:
         finally:
             console.close()
         return [dict(zip(names, row, strict=True)) for row in rows]
+
+    def totals(self) -> dict[str, int]:
+        """PgBouncer's running totals for the Threadloom database (transactions, queries, client wait in µs)."""
+        for row in self.show("STATS"):
+            if row["database"] == DATABASE:
+                return {name: int(row[f"total_{name}"]) for name in ("xact_count", "query_count", "wait_time")}
+        return {"xact_count": 0, "query_count": 0, "wait_time": 0}
 
     def stop(self) -> None:
         process, self.process = self.process, None
