@@ -218,17 +218,17 @@ def _environment(url: str) -> dict[str, str]:
 def _spawn(config: dict[str, Any], folder: Path, name: str) -> subprocess.Popen[str]:
     path = folder / f"{name}.json"
     path.write_text(json.dumps(config), encoding="utf-8")
-    log = (folder / f"{name}.log").open("w", encoding="utf-8")
     python_path = os.pathsep.join([str(ROOT), str(ROOT / "functions" / "api")])
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.load.worker", str(path)],
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "PYTHONPATH": python_path},
-    )
+    with (folder / f"{name}.log").open("w", encoding="utf-8") as log:  # the child keeps its own copy
+        return subprocess.Popen(
+            [sys.executable, "-m", "tests.load.worker", str(path)],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "PYTHONPATH": python_path},
+        )
 
 
 def _failed(process: subprocess.Popen[str], folder: Path, name: str) -> RuntimeError:
@@ -238,6 +238,23 @@ def _failed(process: subprocess.Popen[str], folder: Path, name: str) -> RuntimeE
 
 def run_load(postgres: PrivatePostgres, bouncer: PgBouncer, plan: LoadPlan, folder: Path) -> LoadResult:
     """One run of ``plan``; ``folder`` keeps the workers' configs, logs and records."""
+    started_processes: list[subprocess.Popen[str]] = []
+    try:
+        return _run(postgres, bouncer, plan, folder, started_processes)
+    finally:
+        for process in started_processes:  # still running only after a failure: stop the ones started here
+            if process.poll() is None:
+                process.kill()
+                process.wait(timeout=30)
+
+
+def _run(
+    postgres: PrivatePostgres,
+    bouncer: PgBouncer,
+    plan: LoadPlan,
+    folder: Path,
+    started_processes: list[subprocess.Popen[str]],
+) -> LoadResult:
     folder.mkdir(parents=True, exist_ok=True)
     url = bouncer.url() if plan.through_pooler else postgres.url()
     tenants = [f"tenant-{number}" for number in range(plan.tenants)]
@@ -260,6 +277,7 @@ def run_load(postgres: PrivatePostgres, bouncer: PgBouncer, plan: LoadPlan, fold
         )
         for tenant in tenants
     }
+    started_processes.extend(seeders.values())
     seeded: list[list[Any]] = []
     for name, process in seeders.items():
         process.communicate(timeout=300)
@@ -280,6 +298,7 @@ def run_load(postgres: PrivatePostgres, bouncer: PgBouncer, plan: LoadPlan, fold
             "status": str(folder / f"{name}.status"),
         }
         workers[name] = _spawn(config, folder, name)
+        started_processes.append(workers[name])
     deadline = time.monotonic() + 300
     for name, process in workers.items():
         while not (folder / f"{name}.status").exists():
