@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "functions" / "api")]
 
 from tests.load.run import LoadPlan, LoadResult, format_summary, run_load  # noqa: E402
-from tests.load.servers import missing_programs, private_servers  # noqa: E402
+from tests.load.servers import DEFAULT_POOL_SIZE, missing_programs, private_servers  # noqa: E402
 
 THROUGHPUT_TARGET = 0.8
 RECOVERY_TARGET_S = 2.0
@@ -46,7 +46,9 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--crash-runs", type=int, default=3)
     parser.add_argument("--direct-crash-runs", type=int, default=1, help="crash runs without the pooler, to compare")
-    parser.add_argument("--pool-size", type=int, default=8)
+    parser.add_argument(
+        "--pool-size", type=int, default=DEFAULT_POOL_SIZE, help="PgBouncer's server connections (the proxy's cap)"
+    )
     arguments = parser.parse_args()
     missing = missing_programs()
     if missing:

@@ -62,6 +62,8 @@ class LoadPlan:
     #: Seconds into the run when PostgreSQL is crashed (None: no crash), and how long it stays down.
     crash_at: float | None = None
     down_for: float = 0.5
+    #: A crash run goes on at least this long after PostgreSQL accepts connections again.
+    after_recovery: float = 4.0
 
 
 @dataclass
@@ -259,7 +261,8 @@ def _run(
     url = bouncer.url() if plan.through_pooler else postgres.url()
     tenants = [f"tenant-{number}" for number in range(plan.tenants)]
     keys = [f"{plan.label}-conversation-{number}" for number in range(plan.keys_per_tenant)]
-    base = {"environment": _environment(url), "keys": keys}
+    end_file = folder / "end"
+    base = {"environment": _environment(url), "keys": keys, "end": str(end_file)}
 
     seeders = {
         f"seed-{tenant}": _spawn(
@@ -312,9 +315,10 @@ def _run(
     pooler_before = bouncer.totals() if plan.through_pooler else {}
     started = time.time()
     ended = started + plan.seconds
+    _write_end(end_file, ended)
     for process in workers.values():
         assert process.stdin is not None
-        process.stdin.write(f"{ended}\n")
+        process.stdin.write("start\n")
         process.stdin.flush()
     result = LoadResult(plan, [], seeded, started, ended)
     if plan.crash_at is not None:
@@ -324,6 +328,9 @@ def _run(
         time.sleep(plan.down_for)
         postgres.start(wait=False)
         result.accepting_at = postgres.wait_until_accepting()
+        if result.accepting_at + plan.after_recovery > ended:  # a slow recovery must not end the run first
+            ended = result.accepting_at + plan.after_recovery
+            _write_end(end_file, ended)
     for index, (name, process) in enumerate(workers.items()):
         process.communicate(timeout=plan.seconds + 120)
         if process.returncode != 0:
@@ -338,6 +345,13 @@ def _run(
         _read_server_states(postgres, bouncer, result)
     _read_sessions(postgres, result, keys_label=plan.label)
     return result
+
+
+def _write_end(path: Path, end: float) -> None:
+    """Replace the end file in one step, so a worker never reads half of it."""
+    scratch = path.with_suffix(".next")
+    scratch.write_text(repr(end), encoding="utf-8")
+    scratch.replace(path)
 
 
 def _reset_statement_statistics(postgres: PrivatePostgres) -> None:
@@ -371,8 +385,8 @@ def _read_statements(postgres: PrivatePostgres, result: LoadResult) -> None:
 def _read_server_states(postgres: PrivatePostgres, bouncer: PgBouncer, result: LoadResult) -> None:
     """The state of every server connection the pooler holds, each read through the pooler.
 
-    ``pool_size`` clients each hold a transaction open at once, so each is handed its own server
-    connection: together they cover every connection the pool has (it never has more).
+    As many clients as the pool has server connections each hold a transaction open at once, so
+    each is handed its own idle one: together they cover every connection the pool has.
     """
     import pg8000.native  # type: ignore[import-untyped]
 
@@ -385,7 +399,7 @@ def _read_server_states(postgres: PrivatePostgres, bouncer: PgBouncer, result: L
         pg8000.native.Connection(
             user="postgres", host="127.0.0.1", port=bouncer.port, database="threadloom", timeout=30
         )
-        for _ in range(bouncer.pool_size)
+        for _ in range(max(1, sum(1 for row in bouncer.show("SERVERS") if row["database"] == "threadloom")))
     ]
     try:
         for client in clients:

@@ -25,8 +25,9 @@ from typing import Any
 POSTGRES_BIN = Path(os.environ.get("THREADLOOM_POSTGRES_BIN", "/usr/lib/postgresql/15/bin"))
 PGBOUNCER = os.environ.get("THREADLOOM_PGBOUNCER", shutil.which("pgbouncer") or "/usr/sbin/pgbouncer")
 DATABASE = "threadloom"
-#: Server connections PgBouncer keeps per database and user: fewer than the workers, as with RDS Proxy.
-DEFAULT_POOL_SIZE = 8
+#: Server connections PgBouncer may open per database and user: 90% of the server's max_connections
+#: (100), as the template's RDS Proxy (MaxConnectionsPercent 90). Tests pass fewer than their workers.
+DEFAULT_POOL_SIZE = 90
 
 
 def missing_programs() -> list[str]:

@@ -25,6 +25,8 @@ from tests.support.messages import text_message
 pytestmark = [pytest.mark.load, pytest.mark.timeout(240)]
 
 WORKERS = 8
+#: Fewer server connections than workers: every worker's transactions move between connections.
+POOL_SIZE = 4
 #: The issue's target, from PostgreSQL accepting connections to a worker's next success.
 RECOVERY_TARGET_S = 2.0
 
@@ -37,7 +39,7 @@ def servers() -> Iterator[tuple[PrivatePostgres, PgBouncer]]:
         if os.environ.get("THREADLOOM_REQUIRE_POSTGRES") == "1":
             pytest.fail(message)
         pytest.skip(message)
-    with private_servers() as pair:
+    with private_servers(pool_size=POOL_SIZE) as pair:
         yield pair
 
 

@@ -10,8 +10,9 @@ in the session or across the tenant, and opening a keyed conversation (keys are 
 workers of a tenant, so several workers append to one session at once). A failed append is
 re-sent with the same message id, as a client does after a 503: appends are idempotent by id.
 
-Protocol: the worker writes ``ready`` to its status file once warm, reads the run's end time
-(``time.time()``) from stdin, runs until then, and writes its records as JSON to the result file.
+Protocol: the worker writes ``ready`` to its status file once warm, waits for a line on stdin, runs
+until the ``time.time()`` in the end file (re-read before every request: a crash run moves it so
+that every worker has time to recover), and writes its records as JSON to the result file.
 """
 
 from __future__ import annotations
@@ -194,8 +195,9 @@ def main(config_path: str) -> None:
         return
     worker.call("GET", "/sessions", query={"limit": "1"})  # warm: the first request connects, as a cold start
     Path(config["status"]).write_text("ready", encoding="utf-8")
-    end = float(sys.stdin.readline())
-    while time.time() < end:
+    sys.stdin.readline()  # the start signal
+    end_file = Path(config["end"])
+    while time.time() < float(end_file.read_text(encoding="utf-8")):  # a crash run may move the end later
         status = worker.step()
         if status >= 500 or status == 0:
             time.sleep(RETRY_PAUSE_S)
