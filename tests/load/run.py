@@ -4,6 +4,8 @@ The figures (appends/s, latency percentiles, errors by kind, recovery) come from
 records; the proofs come from the database afterwards, read directly (never through the pooler):
 every acknowledged message id is stored in its session, every session's messages form one chain,
 and no server connection the pooler hands out carries state a request left behind.
+
+Over 400 lines because a run's figures and its proofs read the same records and must be read together.
 """
 
 from __future__ import annotations
@@ -315,7 +317,8 @@ def _run(
     pooler_before = bouncer.totals() if plan.through_pooler else {}
     started = time.time()
     ended = started + plan.seconds
-    _write_end(end_file, ended)
+    # A crash run has no end until the database is back: the workers would stop before it otherwise.
+    _write_end(end_file, ended if plan.crash_at is None else float("inf"))
     for process in workers.values():
         assert process.stdin is not None
         process.stdin.write("start\n")
@@ -328,9 +331,8 @@ def _run(
         time.sleep(plan.down_for)
         postgres.start(wait=False)
         result.accepting_at = postgres.wait_until_accepting()
-        if result.accepting_at + plan.after_recovery > ended:  # a slow recovery must not end the run first
-            ended = result.accepting_at + plan.after_recovery
-            _write_end(end_file, ended)
+        ended = max(ended, result.accepting_at + plan.after_recovery)  # a slow recovery must not end it first
+        _write_end(end_file, ended)
     for index, (name, process) in enumerate(workers.items()):
         process.communicate(timeout=plan.seconds + 120)
         if process.returncode != 0:
