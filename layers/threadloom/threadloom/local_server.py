@@ -397,14 +397,35 @@ def configure(data_dir: Path, hub: LocalHub | None = None) -> None:
     )
 
 
+def profile_problem() -> str | None:
+    """The one line to exit with when the deployment profile cannot be used (file, key, problem), else None.
+
+    Checked before the port is bound: an invalid profile used to start the server and then fail every request.
+    """
+    from threadloom.api.profile import ProfileError
+    from threadloom.api.runtime import get_runtime
+
+    runtime = get_runtime()
+    try:
+        _ = runtime.profile
+        _ = runtime.limits
+    except ProfileError as error:
+        return f"threadloom: {error}"
+    return None
+
+
 async def serve(host: str, port: int, data_dir: Path, tenant: str, allowed_hosts: tuple[str, ...] = ()) -> int:
-    """Listen until SIGTERM/SIGINT; 1 (after one line on stderr) when the address cannot be bound."""
+    """Listen until SIGTERM/SIGINT; 1 (after one line on stderr) when the profile is invalid or the address taken."""
     from aiohttp import web
 
     from threadloom.live.hub import LocalHub
 
     hub = LocalHub()
     configure(data_dir, hub)
+    problem = profile_problem()
+    if problem is not None:
+        print(problem, file=sys.stderr, flush=True)
+        return 1
     import threadloom.api.routes.app  # noqa: F401 - fail now, not on the first request
 
     local = LocalServer(hub, tenant)

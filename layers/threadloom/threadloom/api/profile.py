@@ -175,15 +175,32 @@ class Profile(_Strict):
         return self
 
 
+class ProfileError(ValidationError):
+    """A deployment profile that cannot be used; ``str()`` is one line naming the file, the key and the problem.
+
+    Raised at start (``threadloom serve`` prints it and exits, a Lambda logs it once at init), so an invalid
+    profile never reaches a request.
+    """
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _problem(error: Any) -> str:
+    """One Pydantic error as ``key: problem``; an unknown key says so in those words."""
+    key = ".".join(str(part) for part in error["loc"]) or "<root>"
+    message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
+    return f"{key}: {_one_line(str(message))}"
+
+
 def parse_profile(data: Any, *, source: str = "profile") -> Profile:
-    """Validate an already parsed document; errors name every bad field (``ValidationError``)."""
+    """Validate an already parsed document; errors name every bad field (``ProfileError``)."""
     try:
         return Profile.model_validate(data)
     except PydanticValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in error['loc']) or '<root>'}: {error['msg']}" for error in exc.errors()
-        )
-        raise ValidationError(f"Invalid deployment profile {source}: {problems}") from exc
+        problems = "; ".join(_problem(error) for error in exc.errors())
+        raise ProfileError(f"Invalid deployment profile {source}: {problems}") from exc
 
 
 def load_profile(path: str | Path | None = None) -> Profile:
@@ -192,11 +209,11 @@ def load_profile(path: str | Path | None = None) -> Profile:
     try:
         text = target.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ValidationError(f"Cannot read deployment profile {target}: {exc}") from exc
+        raise ProfileError(f"Cannot read deployment profile {target}: {_one_line(str(exc))}") from exc
     try:
         data = json.loads(text) if target.suffix == ".json" else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as exc:
-        raise ValidationError(f"Deployment profile {target} is not valid JSON/YAML: {exc}") from exc
+        raise ProfileError(f"Invalid deployment profile {target}: not valid JSON/YAML: {_one_line(str(exc))}") from exc
     return parse_profile(data, source=str(target))
 
 
@@ -206,6 +223,7 @@ __all__ = [
     "CompactionSpec",
     "LimitsSpec",
     "Profile",
+    "ProfileError",
     "PromptCacheSpec",
     "RetentionSpec",
     "SearchBlock",
