@@ -107,6 +107,22 @@ class RetentionSpec(_Strict):
     inactive_days: Annotated[int, Field(gt=0)] | None = None
 
 
+class ReflectionSpec(_Strict):
+    """Reflection (docs/reflection.md): memory extracted off the request path into the writable block ``block``.
+
+    ``approval: required`` keeps every edit ``pending`` until approved over HTTP; ``none`` applies them at once.
+    ``extractor`` is the summarizer configuration: ``offline`` (fixed patterns, never invents) or ``bedrock``.
+    """
+
+    enabled: bool = False
+    block: Annotated[str, Field(pattern=_LABEL)] = "memory"
+    approval: Literal["none", "required"] = "none"
+    extractor: SummarizerSpec = SummarizerSpec()
+    after_compaction: bool = True
+    idle_minutes: Annotated[int, Field(gt=0)] | None = None
+    max_messages: Annotated[int, Field(gt=0, le=1000)] = 200
+
+
 def _limit_field(name: str) -> Any:
     """A profile field for one entry of the limits table: positive, at most its hard ceiling."""
     default = getattr(DEFAULT_LIMITS, name)
@@ -163,6 +179,15 @@ class Profile(_Strict):
     searchable_history: Annotated[str, Field(pattern=_LABEL)] | None = None
     limits: LimitsSpec = LimitsSpec()
     retention: RetentionSpec = RetentionSpec()
+    reflection: ReflectionSpec = ReflectionSpec()
+
+    @model_validator(mode="after")
+    def _reflection_block_is_writable(self) -> Profile:
+        if self.reflection.enabled:
+            label = self.reflection.block
+            if not any(block.label == label and block.kind == "writable" for block in self.blocks):
+                raise ValueError(f"reflection.block {label!r} is not a writable block of this profile")
+        return self
 
     @model_validator(mode="after")
     def _unique_labels(self) -> Profile:
@@ -225,6 +250,7 @@ __all__ = [
     "Profile",
     "ProfileError",
     "PromptCacheSpec",
+    "ReflectionSpec",
     "RetentionSpec",
     "SearchBlock",
     "SkillsBlock",

@@ -217,6 +217,8 @@ class SqlSessionRegistry:
             tx.execute(self._sql.delete_session_blocks, {"namespace": self.namespace, **sid})
             tx.execute(self._sql.clear_loaded_skills, sid)
             tx.execute(self._sql.delete_session_compaction_requests, {"namespace": self.namespace, **sid})
+            for statement in self._sql.delete_session_reflections:
+                tx.execute(statement, {"namespace": self.namespace, **sid})
             tx.execute(self._sql.delete_session, {"namespace": self.namespace, "id": session_id})
         return True
 

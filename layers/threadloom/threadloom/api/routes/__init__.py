@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from threadloom.api.routes import compaction, context, health, history, inspector, lifecycle, messages, sessions
+from threadloom.api.routes import (
+    compaction,
+    context,
+    health,
+    history,
+    inspector,
+    lifecycle,
+    messages,
+    reflection,
+    sessions,
+)
 
 ROUTERS = (
     sessions.router,
@@ -10,6 +20,7 @@ ROUTERS = (
     history.router,
     context.router,
     compaction.router,
+    reflection.router,
     lifecycle.router,
     health.router,
     inspector.router,
