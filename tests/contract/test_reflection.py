@@ -189,7 +189,7 @@ def test_two_requests_over_the_same_messages_store_one_run(make_store: Callable[
 def test_with_approval_on_edits_wait_and_each_is_decided_once(make_store: Callable[[], Any]) -> None:
     store = make_store()
     seed(store, *FIRST)
-    worker, manager = worker_over(store, approval=True)
+    worker, _ = worker_over(store, approval=True)
     request = reflect_request("u2")
     assert worker.handle(request) is ReflectionOutcome.PROPOSED
     name, tea = store.reflections(TENANT).of_run(request_key(request))

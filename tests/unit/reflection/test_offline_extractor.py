@@ -17,7 +17,7 @@ def extract(text: str) -> list[tuple[str, str]]:
         ("My name is Ada Lovelace.", [("Name", "Ada Lovelace")]),
         ("Hi, my name is Ada and I write code.", [("Name", "Ada")]),
         ("Hello! My name is Zoë.", [("Name", "Zoë")]),
-        ("my name is O’Brien", [("Name", "O’Brien")]),
+        ("my name is O\u2019Brien", [("Name", "O\u2019Brien")]),
         ("Please call me Ada!", [("Preferred name", "Ada")]),
         ("Well, I go by Al.", [("Preferred name", "Al")]),
         ("By the way, my pronouns are she/her", [("Pronouns", "she/her")]),
