@@ -280,3 +280,41 @@ def test_deleting_the_session_deletes_its_reflection_rows(make_store: Callable[[
     assert ledger.page(SESSION, status=None, limit=10) == []
     assert ledger.mark(SESSION) is None
     assert worker.handle(reflect_request("u2")) is ReflectionOutcome.SESSION_GONE
+
+
+class ListQueue:
+    def __init__(self) -> None:
+        self.requests: list[CompactionRequest] = []
+
+    def enqueue(self, request: CompactionRequest) -> None:
+        self.requests.append(request)
+
+
+def test_the_idle_sweep_queues_sessions_active_since_their_last_reflection(make_store: Callable[[], Any]) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from threadloom.reflection.idle import queue_idle_reflections
+
+    store = make_store()
+    seed(store, *FIRST)
+    store.registry("tenant-b").create("Other", session_id="s-other")
+    manager_over(store, "tenant-b").append("s-other", text_message("b1", "My name is Bo."))
+    later = datetime.now(UTC) + timedelta(minutes=31)  # 30 idle minutes have passed since the messages
+
+    def sweep(now: datetime = later) -> list[tuple[str, str]]:
+        queue = ListQueue()
+        queued = queue_idle_reflections(store.reflection_sweep(), queue, idle_minutes=30, every_minutes=10, now=now)
+        assert [(item.namespace, item.session_id, item.kind) for item in queue.requests] == [
+            (namespace, session_id, "reflection") for namespace, session_id in queued
+        ]
+        return sorted(queued)
+
+    assert sweep() == [(TENANT, SESSION), ("tenant-b", "s-other")]
+    worker, _ = worker_over(store)
+    worker.handle(reflect_request())
+    assert memory(store) == "Name: Ada\nPrefers: tea"
+    assert sweep() == [("tenant-b", "s-other")]  # reflected since its last message
+    seed(store, ("u3", "I prefer green tea.", "user"))
+    assert sweep() == [(TENANT, SESSION), ("tenant-b", "s-other")]  # active again
+    assert sweep(later + timedelta(minutes=15)) == []  # their idle stretch began before this sweep's window
+    assert sweep(later - timedelta(minutes=2)) == []  # not idle long enough yet

@@ -56,6 +56,8 @@ HANDLER_LOCK = threading.Lock()
 inside the handler at once; Lambda runs one request per environment at a time anyway."""
 LOCAL_DROPPED_HEADERS = frozenset({"content-length", "connection", "transfer-encoding", "strict-transport-security"})
 """Handler headers aiohttp sets itself, and HSTS, which means nothing over the local server's plain HTTP."""
+IDLE_SWEEP_MINUTES = 1
+"""How often the local server queues reflections of idle sessions (when the profile sets reflection.idle_minutes)."""
 WS_OUTBOX = 256
 """Events queued for one WebSocket client; a client this far behind is disconnected."""
 EXAMPLE_SKILLS = {
@@ -450,12 +452,29 @@ async def serve(host: str, port: int, data_dir: Path, tenant: str, allowed_hosts
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
+    sweeper = asyncio.create_task(sweep_idle_sessions(local))
     try:
         await stop.wait()
     finally:
+        sweeper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sweeper
         await runner.cleanup()
         local.close()
     return 0
+
+
+async def sweep_idle_sessions(local: LocalServer) -> None:
+    """Every minute, queue reflections of the sessions gone idle (``reflection.idle_minutes``; off by default)."""
+    from threadloom.api.runtime import get_runtime
+
+    loop = asyncio.get_running_loop()
+    while True:
+        await asyncio.sleep(IDLE_SWEEP_MINUTES * 60)
+        try:
+            await loop.run_in_executor(local.pool, get_runtime().jobs.sweep_idle, IDLE_SWEEP_MINUTES)
+        except Exception:
+            logger.exception("The idle-reflection sweep failed; the next one tries again")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -204,3 +204,25 @@ def test_a_compaction_that_stored_an_overlay_queues_a_reflection_which_reads_the
     assert (reflection.session_id, reflection.leaf_id) == (session_id, None)
     assert runtime.jobs.handle(reflection) == "proposed"
     assert memory(session_id) == "Name: Ada\nPreferred name: Addy\nPrefers: short answers"
+
+
+def test_the_idle_sweep_queues_a_reflection_of_a_quiet_session(tmp_path: Path, store: Any) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    runtime, queue = make_runtime(tmp_path, store)
+    assert queue is not None
+    session_id = conversation()
+    assert runtime.jobs.sweep_idle(every_minutes=5) == 0  # idle_minutes is not set: no idle trigger
+    spec = ReflectionSpec(enabled=True, idle_minutes=30)
+    runtime = Runtime(
+        runtime.settings, profile=runtime.profile.model_copy(update={"reflection": spec}), store=store, queue=queue
+    )
+    set_runtime(runtime)
+    assert runtime.jobs.sweep_idle(every_minutes=5) == 0  # active moments ago: not idle yet
+
+    assert runtime.jobs.sweep_idle(every_minutes=5, now=datetime.now(UTC) + timedelta(minutes=32)) == 1
+
+    (request,) = [item for item in queue.requests if item.kind == "reflection"]
+    assert (request.namespace, request.session_id) == (TENANT, session_id)
+    assert runtime.jobs.handle(request) == "proposed"
+    assert memory(session_id) == "Name: Ada\nPreferred name: Addy\nPrefers: short answers"

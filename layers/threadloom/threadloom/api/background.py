@@ -2,19 +2,22 @@
 
 One queue carries both (SQS FIFO in the cloud, one group per session, so a session's jobs run in order; a thread
 locally). A compaction that stored an overlay queues a reflection of the same session when the profile's
-``reflection.after_compaction`` is on. The reflection worker is built from the profile on first use.
+``reflection.after_compaction`` is on, and :meth:`BackgroundJobs.sweep_idle` queues the sessions that went idle
+(``reflection.idle_minutes``). The reflection worker is built from the profile on first use.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from threadloom.compaction.queue import CompactionRequest
 from threadloom.core.compaction_worker import CompactionOutcome, CompactionWorker
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from threadloom.api.profile import Profile
     from threadloom.compaction.queue import CompactionQueue
     from threadloom.core.manager import SessionManager
@@ -35,6 +38,9 @@ class JobRuntime(Protocol):
 
     @property
     def queue(self) -> CompactionQueue | None: ...
+
+    @property
+    def store(self) -> Any: ...
 
     def manager(self, tenant: str) -> SessionManager: ...
 
@@ -72,6 +78,25 @@ class BackgroundJobs:
         queue = self._runtime.queue
         if queue is not None:
             queue.enqueue(CompactionRequest.create(request.namespace, request.session_id, None, kind="reflection"))
+
+    def sweep_idle(self, every_minutes: int, now: datetime | None = None) -> int:
+        """Queue reflections of the sessions that went idle in the last ``every_minutes`` (``reflection.idle_minutes``
+        of quiet); how many. Nothing when reflection, its idle trigger or the queue is off."""
+        spec = self._runtime.profile.reflection
+        if not spec.enabled or spec.idle_minutes is None:
+            return 0
+        queue = self._runtime.queue
+        sweep = getattr(self._runtime.store, "reflection_sweep", None)
+        if queue is None or not callable(sweep):
+            return 0
+        from threadloom.reflection.idle import queue_idle_reflections
+
+        queued = queue_idle_reflections(
+            sweep(), queue, idle_minutes=spec.idle_minutes, every_minutes=every_minutes, now=now
+        )
+        if queued:
+            logger.info("Queued reflections of %d idle sessions", len(queued))
+        return len(queued)
 
     def reflection_worker(self) -> ReflectionWorker | None:
         """The worker the profile describes (None when reflection is off), built once."""

@@ -170,6 +170,7 @@ class SqlDialect:
     run_reflection_proposals: ClassVar[str]
     move_reflection_proposal: ClassVar[str]
     delete_session_reflections: ClassVar[tuple[str, ...]]
+    idle_unreflected_sessions: ClassVar[str]
 
     @classmethod
     def index_params(cls, text: str) -> dict[str, Any]:

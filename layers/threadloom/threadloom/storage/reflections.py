@@ -184,6 +184,22 @@ class SqlReflections:
         return {"namespace": self.namespace, "sid": session_id}
 
 
+class SqlReflectionSweep:
+    """The one read across tenants reflection makes: sessions gone idle since their last reflection."""
+
+    def __init__(self, database: Database, sql: type[SqlDialect]) -> None:
+        self._database = database
+        self._sql = sql
+
+    def idle_sessions(self, *, idle_before: str, active_after: str, limit: int) -> list[tuple[str, str]]:
+        """``(namespace, session_id)`` of sessions last active in ``[active_after, idle_before)`` with messages or
+        other activity after their last reflection, least recently active first."""
+        values = {"idle_before": idle_before, "active_after": active_after, "limit": limit}
+        return [
+            (str(row[0]), str(row[1])) for row in self._database.query_once(self._sql.idle_unreflected_sessions, values)
+        ]
+
+
 def _proposal(row: Sequence[Any]) -> StoredProposal:
     return StoredProposal(
         id=str(row[0]),
@@ -209,6 +225,7 @@ __all__ = [
     "ProposalStatus",
     "ReflectionAlreadyStoredError",
     "ReflectionMark",
+    "SqlReflectionSweep",
     "SqlReflections",
     "StoredProposal",
 ]

@@ -534,6 +534,15 @@ class SqliteSql(SqlDialect):
         "applied_version = :applied_version, decided_at = :now "
         "WHERE namespace = :namespace AND session_id = :sid AND id = :id AND status = :from_status RETURNING id"
     )
+    # Every tenant's sessions last active in [:active_after, :idle_before) with activity after their last
+    # reflection: what the idle sweep queues (an operator read across namespaces, as retention's).
+    idle_unreflected_sessions = (
+        "SELECT s.namespace, s.id FROM threadloom_sessions s LEFT JOIN threadloom_reflection_marks m "
+        "ON m.namespace = s.namespace AND m.session_id = s.id "
+        "WHERE s.updated_at < :idle_before AND s.updated_at >= :active_after "
+        "AND (m.updated_at IS NULL OR m.updated_at < s.updated_at) "
+        "ORDER BY s.updated_at, s.namespace, s.id LIMIT :limit"
+    )
     delete_session_reflections = (
         "DELETE FROM threadloom_reflection_proposals WHERE namespace = :namespace AND session_id = :sid",
         "DELETE FROM threadloom_reflection_runs WHERE namespace = :namespace AND session_id = :sid",
