@@ -42,3 +42,4 @@ CREATE TABLE threadloom_reflection_proposals (
     PRIMARY KEY (namespace, id)
 );
 CREATE INDEX threadloom_reflection_proposals_by_session ON threadloom_reflection_proposals (namespace, session_id, seq);
+CREATE INDEX threadloom_reflection_proposals_by_run ON threadloom_reflection_proposals (namespace, request_key);
