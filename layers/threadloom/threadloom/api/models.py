@@ -519,7 +519,7 @@ class ReflectIn(ApiModel):
 class ProposalOut(ApiModel):
     """An edit a reflection proposed to a memory block, with the messages it comes from and where it stands.
 
-    ``status``: ``pending`` (waits for approval), ``accepted`` (to apply), ``applying``, ``applied``, ``rejected``
+    ``status``: ``pending`` (waits for approval), ``applying`` (being written), ``applied``, ``rejected``
     or ``failed`` (the write was refused; ``error`` says why). ``operation`` ``append`` adds ``content`` as a line;
     ``replace`` replaces the block with ``content`` if it is still at ``basedOnVersion``.
     """
@@ -530,7 +530,7 @@ class ProposalOut(ApiModel):
     content: str
     source_message_ids: list[str]
     based_on_version: str | None
-    status: Literal["pending", "accepted", "applying", "applied", "rejected", "failed"]
+    status: Literal["pending", "applying", "applied", "rejected", "failed"]
     error: str | None
     applied_version: str | None
     created_at: str

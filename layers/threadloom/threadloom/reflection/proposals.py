@@ -1,9 +1,10 @@
 """Applying, approving and rejecting proposals: each moves its status by compare-and-set first, so it happens once.
 
-A proposal is claimed (``accepted`` or ``pending`` → ``applying``) before its edit is written, by exactly one
-worker or approver; the edit then goes through ``MemoryBlocks.apply_edit`` with its provenance, and the proposal
-ends ``applied`` (with the block's new version) or ``failed`` (with the reason the write was refused). A process
-that dies between the claim and the end leaves it ``applying``, visible, rather than applying it twice.
+A proposal is claimed (``applying``) before its edit is written, by exactly one worker or approver: with approval
+off, by the worker whose transaction stored it (it is stored ``applying``); with approval on, by the approver that
+moves it from ``pending``. The edit then goes through ``MemoryBlocks.apply_edit`` with its provenance, and the
+proposal ends ``applied`` (with the block's new version) or ``failed`` (with the reason the write was refused). A
+process that dies between the claim and the end leaves it ``applying``, visible, rather than applying it twice.
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ def apply_proposal(
 ) -> StoredProposal:
     """Claim ``proposal`` from ``from_status``, write its edit, record the outcome; raises what refused the write."""
     _claim(ledger, proposal, from_status)
+    return apply_claimed(ledger, blocks, proposal)
+
+
+def apply_claimed(ledger: SqlReflections, blocks: MemoryBlocks, proposal: StoredProposal) -> StoredProposal:
+    """Write the edit of a proposal this caller holds (``applying``) and record the outcome."""
     edit = BlockEdit(
         label=proposal.label,
         operation=proposal.operation,
@@ -56,18 +62,13 @@ def apply_proposal(
     return require_proposal(ledger, proposal.session_id, proposal.id)
 
 
-def apply_accepted(ledger: SqlReflections, blocks: MemoryBlocks, proposals: list[StoredProposal]) -> int:
-    """Apply proposals that need no approval, in order; a refused one is recorded ``failed`` and the rest go on.
-
-    Returns how many this call applied (one claimed by another worker meanwhile is skipped).
-    """
+def apply_run(ledger: SqlReflections, blocks: MemoryBlocks, proposals: list[StoredProposal]) -> int:
+    """Apply, in order, the proposals a run stored claimed (approval off); a refused one is recorded ``failed`` and
+    the rest go on. Returns how many were applied."""
     applied = 0
     for proposal in proposals:
         try:
-            apply_proposal(ledger, blocks, proposal, from_status="accepted")
-        except ConflictError as error:
-            logger.info("Reflection proposal %s not applied: %s", proposal.id, error)
-            continue
+            apply_claimed(ledger, blocks, proposal)
         except ThreadloomError as error:
             logger.warning("Reflection proposal %s failed: %s", proposal.id, error)
             continue
@@ -84,4 +85,4 @@ def reject_proposal(ledger: SqlReflections, session_id: str, proposal_id: str) -
     return require_proposal(ledger, session_id, proposal.id)
 
 
-__all__ = ["apply_accepted", "apply_proposal", "reject_proposal", "require_proposal"]
+__all__ = ["apply_claimed", "apply_proposal", "apply_run", "reject_proposal", "require_proposal"]

@@ -7,10 +7,11 @@ Like the compaction worker, it treats the request as a trigger and re-reads the 
 * otherwise the user's messages since the watermark (at most ``max_messages``, the latest) go to the extractor,
   its facts become edits (``facts.plan_edits``), and one transaction stores the run under the request key, moves
   the watermark and stores the proposals (``SqlReflections.commit_run``). A request handled before (a redelivery,
-  or a second worker with the same message) → ``DUPLICATE``, and only the proposals that run left ``accepted``
-  are applied; a watermark another request moved meanwhile → ``SKIPPED_STALE``; nothing of this run is stored.
-* with approval off the proposals are applied at once (``proposals.apply_accepted``); with it on they wait
-  (``pending``) for ``POST .../approve`` or ``.../reject``.
+  or a second worker with the same message) → ``DUPLICATE``; a watermark another request moved meanwhile →
+  ``SKIPPED_STALE``; nothing of this run is stored, and nothing is applied.
+* with approval off the proposals are stored claimed by this worker (``applying``) and applied at once, in order
+  (``proposals.apply_run``), by it alone; with approval on they wait (``pending``) for ``POST .../approve`` or
+  ``.../reject``. A worker that dies while applying leaves the rest ``applying``: visible, never applied twice.
 
 An extractor failure raises (``CompactionError``), so the queue retries that request alone. Logs carry ids and
 counts, never message text.
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING
 from threadloom.compaction.queue import request_key
 from threadloom.errors import ConflictError, ValidationError
 from threadloom.reflection.facts import UserStatement, plan_edits
-from threadloom.reflection.proposals import apply_accepted
+from threadloom.reflection.proposals import apply_run
 from threadloom.reflection.session_blocks import SessionMemoryBlocks
 from threadloom.storage.reflections import ReflectionAlreadyStoredError
 
@@ -133,8 +134,8 @@ class ReflectionWorker:
         session = manager.get_session(request.session_id)
         blocks = self.blocks_for(session)
         key = request_key(request)
-        if ledger.of_run(key, "accepted") or _handled(ledger, request.session_id, key):
-            return self._finish_duplicate(ledger, blocks, key, request.session_id)
+        if _handled(ledger, request.session_id, key):
+            return _duplicate(request.session_id)
         mark = ledger.mark(request.session_id)
         after = mark.message_id if mark is not None else None
         new = _messages_after(_path(session, request.leaf_id), after)
@@ -151,14 +152,14 @@ class ReflectionWorker:
                 to_message_id=str(new[-1].get("id")),
                 messages_read=len(window),
                 proposals=proposals,
-                status="pending" if self.settings.approval else "accepted",
+                status="pending" if self.settings.approval else "applying",
             )
         except ReflectionAlreadyStoredError:
-            return self._finish_duplicate(ledger, blocks, key, request.session_id)
+            return _duplicate(request.session_id)
         except ConflictError as error:
             logger.info("Reflection of session %r skipped: %s", request.session_id, error)
             return ReflectionOutcome.SKIPPED_STALE
-        applied = 0 if self.settings.approval else apply_accepted(ledger, blocks, stored)
+        applied = 0 if self.settings.approval else apply_run(ledger, blocks, stored)
         logger.info(
             "Reflected session %r: %d messages read, %d edits proposed, %d applied",
             request.session_id,
@@ -168,15 +169,10 @@ class ReflectionWorker:
         )
         return ReflectionOutcome.PROPOSED if stored else ReflectionOutcome.NOTHING_FOUND
 
-    def _finish_duplicate(
-        self, ledger: SqlReflections, blocks: MemoryBlocks, key: str, session_id: str
-    ) -> ReflectionOutcome:
-        """A redelivery: apply what its first delivery stored but did not get to apply (each once, by claim)."""
-        leftover = ledger.of_run(key, "accepted")
-        if leftover:
-            apply_accepted(ledger, blocks, leftover)
-        logger.info("Reflection request for session %r already handled", session_id)
-        return ReflectionOutcome.DUPLICATE
+
+def _duplicate(session_id: str) -> ReflectionOutcome:
+    logger.info("Reflection request for session %r already handled", session_id)
+    return ReflectionOutcome.DUPLICATE
 
 
 def _handled(ledger: SqlReflections, session_id: str, key: str) -> bool:

@@ -25,9 +25,10 @@ if TYPE_CHECKING:
     from threadloom.storage.database import Database
     from threadloom.storage.dialect import SqlDialect
 
-ProposalStatus = Literal["pending", "accepted", "applying", "applied", "rejected", "failed"]
-"""``pending``: waits for approval; ``accepted``: to apply now (approval off); ``applying``: claimed by one worker
-or approver; then ``applied``, ``rejected`` or ``failed`` (the write was refused; ``error`` says why)."""
+ProposalStatus = Literal["pending", "applying", "applied", "rejected", "failed"]
+"""``pending``: waits for approval; ``applying``: claimed by one worker or approver (with approval off, a run stores
+its proposals claimed by the worker that stored them); then ``applied``, ``rejected`` or ``failed`` (the write was
+refused; ``error`` says why)."""
 EditOperation = Literal["append", "replace"]
 
 
@@ -97,7 +98,7 @@ class SqlReflections:
         to_message_id: str,
         messages_read: int,
         proposals: Sequence[NewProposal],
-        status: Literal["pending", "accepted"],
+        status: Literal["pending", "applying"],
     ) -> list[StoredProposal]:
         """Store the run, move the watermark from ``after_message_id`` and store its proposals, all or nothing.
 
@@ -154,7 +155,7 @@ class SqlReflections:
         return [_proposal(row) for row in self._database.query_once(self._sql.list_reflection_proposals, values)]
 
     def of_run(self, request_key: str, status: ProposalStatus | None = None) -> list[StoredProposal]:
-        """The proposals of one run (in ``status``: a redelivery finishes the ``accepted`` ones)."""
+        """The proposals of one run (only those in ``status``, when given)."""
         values = {"namespace": self.namespace, "request_key": request_key, "status": status}
         return [_proposal(row) for row in self._database.query_once(self._sql.run_reflection_proposals, values)]
 

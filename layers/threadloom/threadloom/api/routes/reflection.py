@@ -15,7 +15,7 @@ from .common import BODY, SESSION, json_response, limits, manager, new_router, r
 
 router = new_router()
 
-ProposalStatusQuery = Literal["pending", "accepted", "applying", "applied", "rejected", "failed"]
+ProposalStatusQuery = Literal["pending", "applying", "applied", "rejected", "failed"]
 
 
 @router.post(
