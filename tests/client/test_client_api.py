@@ -230,9 +230,9 @@ def test_status_legal_hold_export_and_import_round_trip(client: ThreadloomClient
     # When it is exported, importing the file again changes nothing
     exported = client.export_session(info.id)
     assert exported.startswith(b"{") and b'"u1"' in exported
-    assert client.import_sessions(exported) == {"imported": [], "unchanged": [info.id], "messages": 0}
+    assert client.import_sessions(exported) == {"imported": [], "unchanged": [info.id], "messages": 0, "renamed": {}}
 
-    # And after the session is deleted, the file brings it back whole, with its ids
+    # And after the session is deleted, the file brings it back whole, with its ids (minted for its namespace)
     assert client.delete(info.id)
     receipt = client.import_sessions(exported.decode("utf-8"))
     assert receipt["imported"] == [info.id] and receipt["messages"] == 2

@@ -283,10 +283,12 @@ def check_the_server(server: Server) -> str:
 
 
 def check_export_and_import(installed: Installed, session_id: str) -> None:
-    """The CLI on SQLite: export the server's data, import it into another file, the same session comes back."""
+    """The CLI on SQLite: export the server's data, copy it to another file (``--keep-ids``): the same session."""
     exported = installed.run("threadloom", "export", "-o", "backup.jsonl")
     assert exported.returncode == 0, exported.stderr
-    imported = installed.run("threadloom", "--database", "copy.db", "--create", "--json", "import", "backup.jsonl")
+    imported = installed.run(
+        "threadloom", "--database", "copy.db", "--create", "--json", "import", "--keep-ids", "backup.jsonl"
+    )
     assert imported.returncode == 0, imported.stderr
     assert json.loads(imported.stdout)["imported"] == [session_id]
     listed = installed.run("threadloom", "--database", "copy.db", "--json", "sessions", "list")

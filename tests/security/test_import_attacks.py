@@ -22,12 +22,13 @@ from typing import Any
 
 import pytest
 from threadloom import SqliteStore
-from threadloom.api.runtime import set_runtime
+from threadloom.api.runtime import get_runtime, set_runtime
 from threadloom.lifecycle import ExportFormatError, import_sessions
 from threadloom.lifecycle.export_format import SIGNING_KEY_VARIABLE, max_line_bytes
 from threadloom.limits import DEFAULT_LIMITS
 
 from tests.support.api import FakeLambdaContext, load_event, seeded_runtime
+from tests.support.crafted_exports import imported_id
 
 TENANT = "importer"
 SID = "imported-1"
@@ -142,12 +143,20 @@ def refused(data: bytes, message: str) -> None:
     assert status == 400, body
     assert body["error"]["code"] == "bad_request" and message in body["error"]["message"], body
     assert get(f"/sessions/{SID}") == 404
+    assert get(f"/sessions/{given_id()}") == 404
 
 
-def imports(data: bytes) -> None:
-    """The control: the upload is imported."""
+def given_id() -> str:
+    """The id the importer's namespace gives ``SID`` (not minted for it, so renamed)."""
+    return imported_id(get_runtime().store, TENANT, SID)
+
+
+def imports(data: bytes, session_id: str | None = None) -> None:
+    """The control: the upload is imported (``SID`` under the id the namespace gives it, unless told otherwise)."""
     status, body = upload(data)
-    assert status == 200 and body["imported"] == [SID], body
+    expected = session_id or given_id()
+    assert status == 200 and body["imported"] == [expected], body
+    assert body["renamed"] == ({} if session_id else {SID: expected}), body
 
 
 def nested(depth: int) -> Any:
@@ -273,17 +282,17 @@ def test_an_export_is_signed_and_imports_back_only_with_its_key(
     from threadloom_api import lambda_handler
 
     event = copy.deepcopy(load_event("get_session"))
-    event["rawPath"] = event["requestContext"]["http"]["path"] = f"/sessions/{SID}/export"
+    event["rawPath"] = event["requestContext"]["http"]["path"] = f"/sessions/{given_id()}/export"
     event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] = TENANT
     exported = lambda_handler(event, FakeLambdaContext())["body"].encode()  # type: ignore[arg-type]
     footer = json.loads(exported.splitlines()[-1])
     body = exported.rsplit(b"\n", 2)[0] + b"\n"
     assert footer["hmac_sha256"] == hmac.new(KEY.encode(), body, hashlib.sha256).hexdigest()
-    store.registry(TENANT).delete(SID)
+    store.registry(TENANT).delete(given_id())
     monkeypatch.setenv(SIGNING_KEY_VARIABLE, "rotated")
     refused(exported, "signature mismatch")
     monkeypatch.delenv(SIGNING_KEY_VARIABLE)
-    imports(exported)  # signing off: the checksum still holds
+    imports(exported, given_id())  # signing off: the checksum still holds; the id minted for the namespace is kept
 
 
 def run_cli(
@@ -334,7 +343,7 @@ def test_a_prompt_line_may_be_longer_than_other_records_but_not_unbounded(store:
 
     # A frozen prompt longer than the cap of other lines (but within max_response_bytes) imports
     report = import_sessions(store.lifecycle(), TENANT, io.BytesIO(with_prompt("p" * (cap + 1000))), limits=limits)
-    assert report.imported == [SID]
+    assert report.imported == [imported_id(store, TENANT, SID)]
     # A prompt line past its own cap is refused before it is read whole; the control above imported
     prompt_cap = 6 * 262144 + 64 * 1024
     with pytest.raises(ExportFormatError, match=f"Line 6 is longer than {prompt_cap} bytes"):

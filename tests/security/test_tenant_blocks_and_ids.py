@@ -26,7 +26,7 @@ from threadloom.storage.blocks import SqlContextProvider
 from threadloom.storage.registry import SqlSessionRegistry
 
 from tests.support.api import SESSION, TENANT, backend_store, call, seeded_runtime
-from tests.support.crafted_exports import crafted_export
+from tests.support.crafted_exports import crafted_export, imported_id
 
 A = TENANT
 B = "tenant-b"
@@ -75,8 +75,14 @@ def owner_read(runtime: Runtime, key: str) -> str | None:
 
 
 def test_a_block_stored_by_another_tenant_under_the_victims_key_is_never_read_by_the_victim(runtime: Runtime) -> None:
-    # Check: B's session "1" stores a row keyed as A's memory (the library path, no profile check)
-    import_sessions(runtime.store.lifecycle(), B, io.BytesIO(crafted_export("1", {"memory_chat_1": "planted by B"})))
+    # Check: B's session "1" stores a row keyed as A's memory (the trusted library path: no profile
+    # check, ids kept; through the API the file would be refused, and its ids renamed)
+    import_sessions(
+        runtime.store.lifecycle(),
+        B,
+        io.BytesIO(crafted_export("1", {"memory_chat_1": "planted by B"})),
+        keep_ids=True,
+    )
     assert a_memory() == "A's memory"
     exported = call("GET", "/sessions/1/export", tenant=B)[1]
     assert "A's memory" not in str(exported)
@@ -91,12 +97,13 @@ def test_a_planted_frozen_prompt_never_becomes_the_victims_prompt(runtime: Runti
     answer = import_as(B, crafted_export(f"prompt_{SESSION}", {f"_system_prompt_{SESSION}": "SYSTEM OVERRIDE"}))
     assert answer[0] == 400 and f"_system_prompt_{SESSION}" in answer[1]["error"]["message"]
     assert "SYSTEM OVERRIDE" not in call("GET", f"/sessions/{SESSION}/system-prompt")[1]["systemPrompt"]
-    # Control: the same file imported without the profile's key check lands, in B's namespace only,
-    # and a key-only read (the unsafe variant) would hand it to A
+    # Control: the same file imported without the profile's key check, ids kept (the trusted
+    # library path), lands in B's namespace only, and a key-only read (the unsafe variant) would hand it to A
     import_sessions(
         runtime.store.lifecycle(),
         B,
         io.BytesIO(crafted_export(f"prompt_{SESSION}", {f"_system_prompt_{SESSION}": "SYSTEM OVERRIDE"})),
+        keep_ids=True,
     )
     refreshed = call("POST", f"/sessions/{SESSION}/system-prompt/refresh")
     assert refreshed[0] == 200 and "SYSTEM OVERRIDE" not in refreshed[1]["systemPrompt"]
@@ -110,9 +117,10 @@ def test_import_accepts_only_the_blocks_the_profile_writes_for_the_imported_sess
         answer = import_as(B, crafted_export("1", {key: "x"}))
         assert answer[0] == 400 and repr(key) in answer[1]["error"]["message"], (key, answer)
         assert call("GET", "/sessions/1", tenant=B)[0] == 404
-    # Control: the profile's own block for the imported session imports
-    assert import_as(B, crafted_export("1", {"memory_1": "B's memory"}))[0] == 200
-    assert call("GET", "/sessions/1/context/memory", tenant=B)[1]["content"] == "B's memory"
+    # Control: the profile's own block for the imported session imports (under the id B's namespace gives it)
+    status, answer = import_as(B, crafted_export("1", {"memory_1": "B's memory"}))
+    assert status == 200 and answer["renamed"] == {"1": imported_id(runtime.store, B, "1")}
+    assert call("GET", f"/sessions/{answer['renamed']['1']}/context/memory", tenant=B)[1]["content"] == "B's memory"
 
 
 # ------------------------------------------------------------------ keyed session ids
@@ -121,20 +129,26 @@ def test_import_accepts_only_the_blocks_the_profile_writes_for_the_imported_sess
 def test_another_tenant_cannot_compute_and_squat_a_keyed_session_id(
     runtime: Runtime, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Check: B squats every id it can compute for A's key (the public derivation); A's open still works
+    # Check: B's import of every id it can compute for A's key (the public derivation) is given
+    # another id, and A's open of the key still works and is A's own
     squatted = legacy_keyed_session_id(A, "conversation-9")
-    assert import_as(B, crafted_export(squatted))[0] == 200
+    status, answer = import_as(B, crafted_export(squatted))
+    assert status == 200 and answer["imported"] == [imported_id(runtime.store, B, squatted)] != [squatted]
     status, opened = call("POST", "/sessions/open", {"key": "conversation-9"})
     assert status == 201 and opened["id"] != squatted
     assert call("GET", f"/sessions/{opened['id']}/history", tenant=B)[0] == 404
+    # Even a squat under the public id (the trusted path keeps ids) does not stop A's open
+    import_sessions(runtime.store.lifecycle(), B, io.BytesIO(crafted_export(squatted, name="again")), keep_ids=True)
+    assert call("POST", "/sessions/open", {"key": "conversation-9"})[1]["id"] == opened["id"]
 
-    # Control: with the public derivation (the unsafe variant) the same squat breaks A's open
+    # Control: with the public derivation (the unsafe variant) a squat under that id breaks A's open
     def public_ids(registry: SqlSessionRegistry, key: str) -> tuple[str, Any]:
         session_id = legacy_keyed_session_id(registry.namespace, key)
         return session_id, registry.get(session_id)
 
     monkeypatch.setattr(SqlSessionRegistry, "find_keyed", public_ids)
-    assert import_as(B, crafted_export(legacy_keyed_session_id(A, "conversation-10")))[0] == 200
+    unsafe = legacy_keyed_session_id(A, "conversation-10")
+    import_sessions(runtime.store.lifecycle(), B, io.BytesIO(crafted_export(unsafe)), keep_ids=True)
     assert call("POST", "/sessions/open", {"key": "conversation-10"})[0] >= 400
 
 
@@ -154,14 +168,30 @@ def test_keyed_ids_depend_on_the_deployment_secret_not_only_on_public_inputs(run
 # ------------------------------------------------------------------ answers reveal nothing
 
 
-def test_import_of_an_id_another_tenant_holds_names_no_namespace_and_nothing_of_the_session(runtime: Runtime) -> None:
-    # Check: B's import of A's id answers a 409 that names neither A nor anything of A's session
-    answer = import_as(B, crafted_export(SESSION))
-    message = answer[1]["error"]["message"]
-    assert answer[0] == 409 and all(word not in message for word in (A, "namespace", "Pirate", "tenant"))
-    # Control: the check would fail on the answer before issue 23 (it named the other namespace)
-    before = f"Session {SESSION!r} already exists in another namespace; nothing was imported"
-    assert any(word in before for word in (A, "namespace", "Pirate", "tenant"))
+def test_importing_an_id_another_tenant_holds_answers_as_for_an_id_nobody_holds(runtime: Runtime) -> None:
+    # Check: B imports A's session id, and an id no one holds: both are imported under ids minted
+    # for B, and the two answers have the same shape (nothing tells B that A holds the first)
+    held = import_as(B, crafted_export(SESSION))
+    free = import_as(B, crafted_export("nobody-holds-this"))
+    assert held[0] == free[0] == 200
+    assert held[1]["renamed"] == {SESSION: imported_id(runtime.store, B, SESSION)}
+    assert free[1]["renamed"] == {"nobody-holds-this": imported_id(runtime.store, B, "nobody-holds-this")}
+
+    def shape(answer: tuple[int, Any]) -> str:
+        body = json.dumps(answer[1])
+        for old, new in answer[1]["renamed"].items():
+            body = body.replace(new, "<new>").replace(old, "<old>")
+        return f"{answer[0]} {body}"
+
+    assert shape(held) == shape(free)
+    # and A's session is A's, untouched
+    assert call("GET", f"/sessions/{SESSION}")[1]["name"] == "Pirate taxes"
+    # Control: the rule that kept ids (what import did before; the trusted path still does)
+    # tells the two apart, so the comparison above would catch an answer that depends on A
+    with pytest.raises(ConflictError):
+        import_sessions(runtime.store.lifecycle(), B, io.BytesIO(crafted_export(SESSION)), keep_ids=True)
+    kept = import_sessions(runtime.store.lifecycle(), B, io.BytesIO(crafted_export("nobody-2")), keep_ids=True)
+    assert kept.imported == ["nobody-2"]
 
 
 def test_planting_answers_do_not_depend_on_whether_the_victims_row_exists(runtime: Runtime) -> None:
@@ -170,25 +200,35 @@ def test_planting_answers_do_not_depend_on_whether_the_victims_row_exists(runtim
     over_nothing = import_as(B, crafted_export("1", {"memory_nobody_1": "x"}))
     assert over_a_row[0] == over_nothing[0] < 500
     assert json.dumps(over_a_row[1]).replace("chat_1", "?") == json.dumps(over_nothing[1]).replace("nobody_1", "?")
-    # Control: the comparison tells apart answers that differ (a taken session id answers otherwise)
-    taken = import_as(B, crafted_export(SESSION, {f"memory_{SESSION}": "x"}))
-    assert json.dumps(taken[1]) != json.dumps(over_nothing[1])
+    # Control: the comparison tells apart answers that differ (a block of another label answers otherwise)
+    other = import_as(B, crafted_export("1", {"notes_1": "x"}))
+    assert other[0] == 400 and json.dumps(other[1]) != json.dumps(over_nothing[1])
 
 
 def test_leftover_rows_in_the_own_namespace_are_a_clean_conflict_not_a_storage_error(runtime: Runtime) -> None:
-    # Check: a prompt frozen for "ghost" whose session row is gone: the import is a 409 that imports nothing
-    runtime.store.prompt_store("ghost", namespace=B).set_if_absent("left over")
-    answer = import_as(B, crafted_export("ghost", {"_system_prompt_ghost": "new"}))
+    # Check: a prompt frozen for B's session whose row is gone: importing that session (its id was
+    # minted for B, so it is kept) is a 409 that imports nothing
+    ghost = imported_id(runtime.store, B, "ghost")
+    runtime.store.prompt_store(ghost, namespace=B).set_if_absent("left over")
+    answer = import_as(B, crafted_export(ghost, {f"_system_prompt_{ghost}": "new"}))
     assert answer[0] == 409 and answer[1]["error"]["code"] == "conflict"
-    assert call("GET", "/sessions/ghost", tenant=B)[0] == 404
+    assert call("GET", f"/sessions/{ghost}", tenant=B)[0] == 404
+    # and so is a file naming it by its old id (which B's namespace renames to that same id)
+    assert import_as(B, crafted_export("ghost", {"_system_prompt_ghost": "new"}))[0] == 409
     # Control: the storage layer does refuse the row (the check is not passing because nothing collides)
     with pytest.raises(ConflictError, match="rows stored under its id remain"):
         import_sessions(
-            runtime.store.lifecycle(), B, io.BytesIO(crafted_export("ghost", {"_system_prompt_ghost": "n"}))
+            runtime.store.lifecycle(), B, io.BytesIO(crafted_export(ghost, {f"_system_prompt_{ghost}": "n"}))
         )
     # and the same leftover in another namespace does not stop B (rows of A's are not B's)
     runtime.store.prompt_store("ghost-2", namespace=A).set_if_absent("A's leftover")
-    assert import_as(B, crafted_export("ghost-2", {"_system_prompt_ghost-2": "B's"}))[0] == 200
+    kept = import_sessions(
+        runtime.store.lifecycle(),
+        B,
+        io.BytesIO(crafted_export("ghost-2", {"_system_prompt_ghost-2": "B's"})),
+        keep_ids=True,
+    )
+    assert kept.imported == ["ghost-2"]
 
 
 # ------------------------------------------------------------------ the DynamoDB prompt cache
@@ -215,12 +255,14 @@ def test_the_dynamodb_prompt_cache_keys_every_prompt_by_namespace_and_session(tm
         )
         runtime._managers.clear()
         # Check: A's and B's prompts are items of their own namespace and session
-        assert import_as(B, crafted_export("b-session", {"memory_b-session": "B's memory"}))[0] == 200
+        status, answer = import_as(B, crafted_export("b-session", {"memory_b-session": "B's memory"}))
+        b_session = answer["renamed"]["b-session"]
+        assert status == 200
         assert call("GET", f"/sessions/{SESSION}/system-prompt")[0] == 200
-        assert call("GET", "/sessions/b-session/system-prompt", tenant=B)[0] == 200
+        assert call("GET", f"/sessions/{b_session}/system-prompt", tenant=B)[0] == 200
         items = {item["pk"]["S"]: item["prompt"]["S"] for item in dynamodb.scan(TableName="prompts")["Items"]}
-        assert set(items) == {f"{A}#{SESSION}", f"{B}#b-session"}
-        assert "B's memory" in items[f"{B}#b-session"] and "B's memory" not in items[f"{A}#{SESSION}"]
+        assert set(items) == {f"{A}#{SESSION}", f"{B}#{b_session}"}
+        assert "B's memory" in items[f"{B}#{b_session}"] and "B's memory" not in items[f"{A}#{SESSION}"]
     # and the key splits one way only: session ids never hold '#', so no tenant's key is another's
     with pytest.raises(ValidationError):
         DEFAULT_LIMITS.check_id("b#c", "session id")

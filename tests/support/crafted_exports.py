@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import io
+from typing import Any
 
+from threadloom.core.keys import imported_session_id
 from threadloom.lifecycle.export_format import ExportWriter
 from threadloom.storage.snapshot import BlockRow, SessionSnapshot
 
@@ -35,3 +37,8 @@ def crafted_export(session_id: str, blocks: dict[str, str] | None = None, *, nam
     writer.add(snapshot)
     writer.close()
     return stream.getvalue()
+
+
+def imported_id(store: Any, namespace: str, old_id: str) -> str:
+    """The id an import into ``namespace`` gives a session whose id was not minted for it (under the store's secret)."""
+    return imported_session_id(store.lifecycle().session_id_secret(), namespace, old_id)

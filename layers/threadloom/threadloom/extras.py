@@ -16,6 +16,7 @@ EXTRA_PACKAGES: dict[str, tuple[tuple[str, str], ...]] = {
         ("typer", "typer"),
     ),
     "client": (("httpx", "httpx"),),
+    "mcp": (("mcp", "mcp"), ("pydantic", "pydantic"), ("aws_lambda_powertools", "aws-lambda-powertools")),
     "openai-agents": (("agents", "openai-agents"),),
     "strands": (("strands", "strands-agents"),),
     "langchain": (("langchain_core", "langchain-core"),),

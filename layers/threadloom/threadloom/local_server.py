@@ -58,6 +58,8 @@ LOCAL_DROPPED_HEADERS = frozenset({"content-length", "connection", "transfer-enc
 """Handler headers aiohttp sets itself, and HSTS, which means nothing over the local server's plain HTTP."""
 IDLE_SWEEP_MINUTES = 1
 """How often the local server queues reflections of idle sessions (when the profile sets reflection.idle_minutes)."""
+MCP_PATHS = frozenset({"/mcp", "/mcp/"})
+"""The MCP endpoint (Streamable HTTP, ``threadloom.mcp.http``), as in ``functions/api/threadloom_api.py``."""
 WS_OUTBOX = 256
 """Events queued for one WebSocket client; a client this far behind is disconnected."""
 EXAMPLE_SKILLS = {
@@ -125,11 +127,18 @@ def error_body(code: str, message: str) -> bytes:
 
 
 def invoke_handler(event: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
-    """Run the API Lambda handler on one event (in a worker thread); its status, headers and body."""
+    """Run the API Lambda handler on one event (in a worker thread); its status, headers and body.
+
+    ``/mcp`` goes to the MCP server's handler, as the deployed function's entry sends it there.
+    """
     from threadloom.api.routes.app import lambda_handler
 
+    handler = lambda_handler
+    if event.get("rawPath") in MCP_PATHS:
+        from threadloom.mcp.http import lambda_handler as handler
+
     with HANDLER_LOCK:
-        result = lambda_handler(event, _Context())
+        result = handler(event, _Context())
     payload = result.get("body") or ""
     data = base64.b64decode(payload) if result.get("isBase64Encoded") else payload.encode("utf-8")
     headers = {str(key): str(value) for key, value in (result.get("headers") or {}).items()}
@@ -447,6 +456,7 @@ async def serve(host: str, port: int, data_dir: Path, tenant: str, allowed_hosts
     local.access = AccessRules.for_server(host, bound, allowed_hosts)
     print(f"Threadloom API on http://{host}:{bound} (data in {data_dir}, tenant {tenant!r})", flush=True)
     print(f"Live status on ws://{host}:{bound}/ws", flush=True)
+    print(f"MCP (Streamable HTTP) on http://{host}:{bound}/mcp", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

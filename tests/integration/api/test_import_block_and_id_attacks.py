@@ -17,7 +17,7 @@ import pytest
 from threadloom.api.runtime import Runtime, set_runtime
 
 from tests.support.api import SESSION, TENANT, backend_store, call, seeded_runtime
-from tests.support.crafted_exports import crafted_export
+from tests.support.crafted_exports import crafted_export, imported_id
 
 A = TENANT
 B = "tenant-b"
@@ -70,9 +70,10 @@ def test_a_planted_memory_block_is_neither_read_by_the_victim_nor_fed_back_to_th
     exported = call("GET", "/sessions/1/export", tenant=B)
     assert "A's secret plan" not in str(exported)
     assert answer[0] == 400 and "'memory_chat_1'" in error_message(answer)
-    # B's own session with its own memory imports, and still shows nothing of A's
-    assert import_as(B, crafted_export("1", {"memory_1": "B's own memory"}))[0] == 200
-    status, exported = call("GET", "/sessions/1/export", tenant=B)
+    # B's own session with its own memory imports (under the id B's namespace gives "1"), and still shows nothing of A's
+    status, answer = import_as(B, crafted_export("1", {"memory_1": "B's own memory"}))
+    assert status == 200 and answer["renamed"] == {"1": imported_id(runtime.store, B, "1")}
+    status, exported = call("GET", f"/sessions/{answer['renamed']['1']}/export", tenant=B)
     assert status == 200 and "A's secret plan" not in str(exported) and "B's own memory" in str(exported)
     status, memory = call("GET", "/sessions/chat_1/context/memory")
     assert status == 200 and memory["content"] == "A's secret plan"
@@ -89,18 +90,20 @@ def test_planting_over_an_existing_block_row_is_a_clean_4xx_that_reveals_nothing
 
 
 def test_an_import_over_rows_left_in_the_own_namespace_is_a_clean_409(runtime: Runtime) -> None:
-    # Rows of session "ghost" in B's namespace without its session row (a freeze raced with a delete)
-    runtime.store.prompt_store("ghost", namespace=B).set_if_absent("left over")
+    # Rows of B's session "ghost" (imported as an id minted for B) without its session row (a freeze raced a delete)
+    ghost = imported_id(runtime.store, B, "ghost")
+    runtime.store.prompt_store(ghost, namespace=B).set_if_absent("left over")
     answer = import_as(B, crafted_export("ghost", {"_system_prompt_ghost": "imported"}))
     assert answer[0] == 409 and answer[1]["error"]["code"] == "conflict", answer
     assert "nothing was imported" in error_message(answer)
-    assert call("GET", "/sessions/ghost", tenant=B)[0] == 404
+    assert call("GET", f"/sessions/{ghost}", tenant=B)[0] == 404
 
 
 def test_another_tenant_cannot_squat_a_keyed_session_id(runtime: Runtime) -> None:
-    # B computes the id A's key "conversation-9" used to get and imports a session under it
+    # B computes the id A's key "conversation-9" used to get and imports a session under it: it gets another id
     squatted = str(uuid.uuid5(OLD_KEYED_NAMESPACE, f"{A}\nconversation-9"))
-    assert import_as(B, crafted_export(squatted, name="squatter"))[0] == 200
+    status, answer = import_as(B, crafted_export(squatted, name="squatter"))
+    assert status == 200 and answer["imported"] == [imported_id(runtime.store, B, squatted)] != [squatted]
     # A's first open of the key still works, and the session is A's own
     status, opened = call("POST", "/sessions/open", {"key": "conversation-9"})
     assert status == 201 and opened["name"] == "conversation-9" and opened["id"] != squatted
@@ -111,8 +114,16 @@ def test_another_tenant_cannot_squat_a_keyed_session_id(runtime: Runtime) -> Non
     assert theirs[0] == 201 and theirs[1]["id"] not in (opened["id"], squatted)
 
 
-def test_importing_an_id_another_tenant_holds_does_not_say_where_it_is(runtime: Runtime) -> None:
+def test_importing_an_id_another_tenant_holds_renames_it_as_any_foreign_id(runtime: Runtime) -> None:
+    # B's file names A's session: B gets it under an id minted for B, told as for any id not minted for B
     answer = import_as(B, crafted_export(SESSION))
-    assert answer[0] == 409 and "namespace" not in error_message(answer), answer
-    assert "nothing was imported" in error_message(answer)
+    given = imported_id(runtime.store, B, SESSION)
+    assert answer == (200, {"imported": [given], "unchanged": [], "messages": 0, "renamed": {SESSION: given}})
     assert call("GET", f"/sessions/{SESSION}")[1]["name"] == "Pirate taxes"
+    assert call("GET", f"/sessions/{given}", tenant=B)[1]["name"] == "crafted"
+    assert call("GET", f"/sessions/{SESSION}", tenant=B)[0] == 404
+    # and importing it again changes nothing
+    assert import_as(B, crafted_export(SESSION)) == (
+        200,
+        {"imported": [], "unchanged": [given], "messages": 0, "renamed": {SESSION: given}},
+    )

@@ -17,6 +17,7 @@ from threadloom.api.profile import parse_profile
 from threadloom.api.runtime import set_runtime
 
 from tests.support.api import SESSION, TENANT, FakeLambdaContext, load_event, seeded_runtime, text
+from tests.support.crafted_exports import imported_id
 from tests.support.lifecycle import scan_database
 
 BUCKET = "threadloom-exports"
@@ -79,23 +80,38 @@ def test_sessions_record_their_subject_and_hold(tmp_path: Path) -> None:
 
 
 def test_export_then_import_the_upload(tmp_path: Path) -> None:
-    seeded_runtime(tmp_path)
+    runtime = seeded_runtime(tmp_path)[0]
     status, headers, exported = call("GET", f"/sessions/{SESSION}/export")
     assert status == 200 and headers["Content-Type"] == "application/x-ndjson"
     records = [json.loads(line) for line in exported.splitlines()]
     assert [record["type"] for record in records] == ["header", "session", *["message"] * 4, "footer"]
     # Importing it where it already is changes nothing
     same = call("POST", "/sessions/import", raw=exported)
-    assert same[0] == 200 and json.loads(same[2]) == {"imported": [], "unchanged": [SESSION], "messages": 0}
-    # After a delete, the upload restores it with its ids
+    assert same[0] == 200
+    assert json.loads(same[2]) == {"imported": [], "unchanged": [SESSION], "messages": 0, "renamed": {}}
+    # After a delete, the upload restores it; its id was not minted for the namespace (it was chosen by
+    # hand), so it comes back under the id the namespace gives it, with its message ids
+    given = imported_id(runtime.store, TENANT, SESSION)
     assert call("DELETE", f"/sessions/{SESSION}")[0] == 200
     restored = call("POST", "/sessions/import", raw=exported)
-    assert json.loads(restored[2]) == {"imported": [SESSION], "unchanged": [], "messages": 4}
-    history = json.loads(call("GET", f"/sessions/{SESSION}/history")[2])
+    assert json.loads(restored[2]) == {
+        "imported": [given],
+        "unchanged": [],
+        "messages": 4,
+        "renamed": {SESSION: given},
+    }
+    history = json.loads(call("GET", f"/sessions/{given}/history")[2])
     assert [message["id"] for message in history["messages"]] == ["m1", "m2", "m3", "m4"]
-    # Another tenant cannot take the id, and a damaged upload is a 400 that imports nothing
-    taken = call("POST", "/sessions/import", raw=exported, sub="someone-else")
-    assert taken[0] == 409 and "its id is taken" in json.loads(taken[2])["error"]["message"]
+    # A session whose id was minted here comes back under that same id
+    again = call("GET", f"/sessions/{given}/export")[2]
+    assert call("DELETE", f"/sessions/{given}")[0] == 200
+    back = json.loads(call("POST", "/sessions/import", raw=again)[2])
+    assert back == {"imported": [given], "unchanged": [], "messages": 4, "renamed": {}}
+    # Another tenant gets its own copy under an id minted for it, and a damaged upload is a 400 that imports nothing
+    theirs = call("POST", "/sessions/import", raw=exported, sub="someone-else")
+    assert theirs[0] == 200 and json.loads(theirs[2])["renamed"] == {
+        SESSION: imported_id(runtime.store, "someone-else", SESSION)
+    }
     broken = call("POST", "/sessions/import", raw=exported[:-30], sub="someone-else")
     assert broken[0] == 400 and json.loads(broken[2])["error"]["code"] == "bad_request"
     assert call("GET", f"/sessions/{SESSION}/export", sub="someone-else")[0] == 404
@@ -131,7 +147,8 @@ def _deployed_runtime(tmp_path: Path) -> Any:
 def test_a_large_export_goes_through_s3_and_imports_back(tmp_path: Path) -> None:
     with mock_aws():
         _aws_resources()
-        _deployed_runtime(tmp_path)
+        runtime = _deployed_runtime(tmp_path)
+        given = imported_id(runtime.store, TENANT, SESSION)  # its id was chosen by hand: a restore renames it
         status, headers, body = call("GET", f"/sessions/{SESSION}/export")
         link = json.loads(body)
         assert status == 303 and headers["Location"] == link["url"] and link["expiresIn"] == 900
@@ -147,7 +164,8 @@ def test_a_large_export_goes_through_s3_and_imports_back(tmp_path: Path) -> None
         assert call("DELETE", f"/sessions/{SESSION}")[0] == 200
         assert "Contents" not in boto3.client("s3", region_name="us-east-1").list_objects_v2(Bucket=BUCKET, Prefix=key)
         imported = call("POST", "/sessions/import-from-s3", {"key": backup})
-        assert imported[0] == 200 and json.loads(imported[2])["imported"] == [SESSION]
+        assert imported[0] == 200 and json.loads(imported[2])["renamed"] == {SESSION: given}
+        assert json.loads(imported[2])["imported"] == [given]
         outside = call("POST", "/sessions/import-from-s3", {"key": f"exports/other-tenant/{SESSION}/x.jsonl"})
         assert outside[0] == 400
         missing = call("POST", "/sessions/import-from-s3", {"key": f"imports/{TENANT}/none.jsonl"})

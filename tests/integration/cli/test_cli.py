@@ -79,12 +79,21 @@ def test_export_then_import_into_another_database_twice(seeded: tuple[str, list[
     report = as_json(run("--json", "export", "-o", str(export_file), database=database))
     assert report["sessions"] == 3 and report["messages"] == 18 and export_file.stat().st_size == report["bytes"]
     target = f"sqlite:///{tmp_path / 'target.db'}"
+    # Another database has its own secret: the ids were not minted for it, so each gets one that was
     first = as_json(run("--create", "--json", "import", str(export_file), database=target))
-    assert sorted(first["imported"]) == sorted(ids) and first["messages"] == 18
+    assert sorted(first["renamed"]) == sorted(ids) and first["messages"] == 18
+    assert sorted(first["imported"]) == sorted(first["renamed"].values()) and not set(first["imported"]) & set(ids)
     again = as_json(run("--json", "import", str(export_file), database=target))
-    assert again["imported"] == [] and sorted(again["unchanged"]) == sorted(ids)
+    assert again["imported"] == [] and sorted(again["unchanged"]) == sorted(first["imported"])
+    assert again["renamed"] == first["renamed"]
     text = run("import", str(export_file), database=target).stdout
     assert "Imported 0 sessions (0 messages); 3 already present and unchanged." in text
+    assert "Renamed 3 sessions (ids not minted for this namespace):" in text
+    assert f"{ids[0]} -> {first['renamed'][ids[0]]}" in text
+    # An operator copying a database keeps the ids with --keep-ids
+    copy = f"sqlite:///{tmp_path / 'copy.db'}"
+    kept = as_json(run("--create", "--json", "import", "--keep-ids", str(export_file), database=copy))
+    assert sorted(kept["imported"]) == sorted(ids) and kept["renamed"] == {}
 
 
 def test_bad_files_exit_with_invalid_input_and_import_nothing(seeded: tuple[str, list[str]], tmp_path: Path) -> None:
@@ -166,7 +175,8 @@ def test_move_a_laptop_database_to_postgresql(
     cloud = url_for(worker_database(request))
     export_file = tmp_path / "laptop.jsonl"
     run("export", "-o", str(export_file), database=database)
-    assert sorted(as_json(run("--json", "import", str(export_file), database=cloud))["imported"]) == sorted(ids)
+    moved = as_json(run("--json", "import", "--keep-ids", str(export_file), database=cloud))
+    assert sorted(moved["imported"]) == sorted(ids)
     shown = as_json(run("--json", "sessions", "show", ids[0], database=cloud))
     assert shown["tree"]["messages"] == 6 and shown["loaded_skills"] == ["skills:pirate"]
     receipt = as_json(run("--json", "erase-subject", "bob", database=cloud))

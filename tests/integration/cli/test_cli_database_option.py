@@ -56,7 +56,7 @@ def test_global_options_are_accepted_after_the_command(tmp_path: Path) -> None:
     store.close()
     done = run("export", "-o", "backup.jsonl", "--database", "source.db", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    done = run("import", "backup.jsonl", "--database", "copy.db", "--create", "--json", cwd=tmp_path)
+    done = run("import", "backup.jsonl", "--database", "copy.db", "--create", "--json", "--keep-ids", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["imported"] == [session_id]
     done = run("sessions", "list", "--json", "-d", "copy.db", "-n", "local", cwd=tmp_path)

@@ -70,12 +70,12 @@ def test_sqlite_to_postgres_to_sqlite_is_identical(postgres_store_factory: Any, 
     laptop = SqliteStore(str(tmp_path / "laptop.db"))
     manager, ids = build_pair(laptop, tmp_path)
     expected = {sid: observable(manager, sid) for sid in ids}
-    # When they move to PostgreSQL and back to another SQLite file
+    # When an operator moves them to PostgreSQL and back to another SQLite file, keeping the ids
     cloud = postgres_store_factory()
-    import_sessions(cloud.lifecycle(), NS, io.BytesIO(export_bytes(laptop, ids)))
+    import_sessions(cloud.lifecycle(), NS, io.BytesIO(export_bytes(laptop, ids)), keep_ids=True)
     on_cloud = {sid: observable(manager_for(cloud, NS, tmp_path / "skills"), sid) for sid in ids}
     back = SqliteStore(str(tmp_path / "back.db"))
-    import_sessions(back.lifecycle(), NS, io.BytesIO(export_bytes(cloud, ids)))
+    import_sessions(back.lifecycle(), NS, io.BytesIO(export_bytes(cloud, ids)), keep_ids=True)
     on_back = {sid: observable(manager_for(back, NS, tmp_path / "skills"), sid) for sid in ids}
     # Then every backend shows the same sessions
     assert on_cloud == expected
@@ -114,10 +114,33 @@ def test_a_session_present_with_other_content_is_a_conflict(store: Any, tmp_path
     assert row_counts(store) == counts  # the fork was not imported either
 
 
-def test_a_session_id_of_another_namespace_is_refused(store: Any, tmp_path: Path) -> None:
+def test_sessions_of_another_namespace_are_imported_under_new_ids(store: Any, tmp_path: Path) -> None:
+    # Given tenant-a's session and its fork, exported
+    manager, ids = build_pair(store, tmp_path)
+    data = export_bytes(store, ids)
+    # When tenant-b imports the file
+    report = import_sessions(store.lifecycle(), "tenant-b", io.BytesIO(data))
+    # Then both get ids minted for tenant-b, the same on a second import (which changes nothing)
+    assert list(report.renamed) == ids and report.imported == [report.renamed[sid] for sid in ids]
+    again = import_sessions(store.lifecycle(), "tenant-b", io.BytesIO(data))
+    assert again.imported == [] and again.unchanged == report.imported and again.renamed == report.renamed
+    theirs = manager_for(store, "tenant-b", tmp_path / "skills")
+    # and the fork's parent follows its parent, blocks and prompt follow their session
+    original, fork = (report.renamed[sid] for sid in ids)
+    fork_info = theirs.get(fork)
+    assert fork_info is not None and fork_info.parent_session_id == original
+    renamed = {sid: observable(theirs, report.renamed[sid]) for sid in ids}
+    assert {key: value for key, value in renamed[ids[0]].items() if key != "info"} == {
+        key: value for key, value in observable(manager, ids[0]).items() if key != "info"
+    }
+    # And tenant-a's sessions are untouched
+    assert manager.get(ids[0]) is not None and manager.get(ids[1]) is not None
+
+
+def test_an_operator_keeping_ids_is_told_an_id_is_held_elsewhere(store: Any, tmp_path: Path) -> None:
     _, ids = build_pair(store, tmp_path)
-    with pytest.raises(ConflictError, match="its id is taken"):
-        import_sessions(store.lifecycle(), "tenant-b", io.BytesIO(export_bytes(store, ids)))
+    with pytest.raises(ConflictError, match="held by namespace 'tenant-a'"):
+        import_sessions(store.lifecycle(), "tenant-b", io.BytesIO(export_bytes(store, ids)), keep_ids=True)
 
 
 @pytest.mark.parametrize("cut", [0.5, 0.999])

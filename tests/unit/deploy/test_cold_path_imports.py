@@ -43,6 +43,9 @@ NEVER_AT_IMPORT = (
     "yaml",
     "aws_lambda_powertools.utilities.idempotency",  # imports boto3; loaded by the first keyed write
     "aws_lambda_powertools.event_handler.openapi.models",  # the OpenAPI document's models, for /openapi.json
+    "mcp",  # the MCP SDK: imported by the first request for /mcp only
+    "threadloom.mcp",
+    "starlette",
 )
 PROFILE_AT_INIT = {"threadloom_api": ("threadloom.api.profile", "yaml")}
 """The API function validates its profile at init (issue 26 item 7: an invalid one is logged once, at start):
@@ -137,3 +140,39 @@ def test_the_snapstart_warm_up_loads_what_the_import_deferred(tmp_path: Path) ->
     modules = loaded_modules("api", code, THREADLOOM_SQLITE_PATH=str(tmp_path / "t.db"), **local, **table)
     assert {"threadloom.api.profile", "yaml", "aws_lambda_powertools.utilities.idempotency", "boto3"} <= modules
     assert "aws_xray_sdk.ext.botocore.patch" in modules  # boto3 arrived traced
+
+
+def test_the_mcp_sdk_is_loaded_by_a_request_for_mcp_only(tmp_path: Path) -> None:
+    event: dict[str, Any] = json.loads((ROOT / "events/api/health.json").read_text(encoding="utf-8"))
+    local = {
+        "AWS_LAMBDA_FUNCTION_NAME": "",
+        "THREADLOOM_BACKEND": "sqlite",
+        "THREADLOOM_SQLITE_PATH": str(tmp_path / "t.db"),
+    }
+    health = (
+        "from tests.support.api import FakeLambdaContext\n"
+        "from threadloom_api import lambda_handler\n"
+        f"assert lambda_handler({event!r}, FakeLambdaContext())['statusCode'] == 200\n"
+    )
+    assert offending(loaded_modules("api", health, **local), ("mcp", "threadloom.mcp")) == []
+    mcp_event = {
+        **event,
+        "rawPath": "/mcp",
+        "requestContext": {
+            **event["requestContext"],
+            "http": {**event["requestContext"]["http"], "path": "/mcp", "method": "POST"},
+        },
+    }
+    mcp_event["headers"] = {
+        **event.get("headers", {}),
+        "content-type": "application/json",
+        "accept": "application/json, text/event-stream",
+    }
+    mcp_event["body"] = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    ping = (
+        "from tests.support.api import FakeLambdaContext\n"
+        "from threadloom_api import lambda_handler\n"
+        f"response = lambda_handler({mcp_event!r}, FakeLambdaContext())\n"
+        "assert response['statusCode'] in (200, 401), response\n"
+    )
+    assert {"mcp", "threadloom.mcp.http"} <= loaded_modules("api", ping, **local)

@@ -81,8 +81,15 @@ def import_file(runtime: Runtime, tenant: str, stream: IO[bytes]) -> ImportOut:
         block_labels=writable,
         signing_key=signing_key_from_environment(),
     )
-    logger.info("sessions imported", imported=len(report.imported), unchanged=len(report.unchanged))
-    return ImportOut(imported=report.imported, unchanged=report.unchanged, messages=report.messages)
+    logger.info(
+        "sessions imported",
+        imported=len(report.imported),
+        unchanged=len(report.unchanged),
+        renamed=len(report.renamed),
+    )
+    return ImportOut(
+        imported=report.imported, unchanged=report.unchanged, messages=report.messages, renamed=report.renamed
+    )
 
 
 def import_from_bucket(runtime: Runtime, tenant: str, key: str) -> ImportOut:

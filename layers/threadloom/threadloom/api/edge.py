@@ -74,8 +74,11 @@ def cors_config(environ: Mapping[str, str] | None = None) -> CORSConfig | None:
 _PATH_CHARACTER_OUTSIDE_ROUTES = re.compile(r"[^-._~()'!*:@,;=+&$%<> \[\]{}|^\w/]")
 
 
-def check_event(event: Mapping[str, Any], limits: Limits) -> None:
-    """Raise the typed error for anything in an API Gateway v2 event the resolver cannot safely parse."""
+def check_event(event: Mapping[str, Any], limits: Limits, *, extra_depth: int = 2) -> None:
+    """Raise the typed error for anything in an API Gateway v2 event the resolver cannot safely parse.
+
+    ``extra_depth``: the levels a body wraps a message in beyond the limit (``/mcp`` wraps it deeper).
+    """
     path = check_text(event.get("rawPath") or "", "request path")
     odd = _PATH_CHARACTER_OUTSIDE_ROUTES.search(path)
     if odd is not None:
@@ -112,8 +115,8 @@ def check_event(event: Mapping[str, Any], limits: Limits) -> None:
         ) from None
     except ValueError as exc:  # e.g. an integer literal with more digits than Python converts
         raise ValidationError(f"The request body is not usable JSON: {exc}") from None
-    # Two more levels than a message may use: a body wraps messages ({"messages": [{...}]}).
-    limits.check_json(parsed, "request body", extra_depth=2)
+    # Two more levels than a message may use by default: a body wraps messages ({"messages": [{...}]}).
+    limits.check_json(parsed, "request body", extra_depth=extra_depth)
 
 
 def _sized(raw: bytes) -> bytes:

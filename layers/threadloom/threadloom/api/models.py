@@ -170,9 +170,12 @@ class ImportFromS3(ApiModel):
 
 
 class ImportOut(ApiModel):
+    """``renamed``: ``{id in the file: id given}`` for each session whose id was not the tenant's own."""
+
     imported: list[str]
     unchanged: list[str]
     messages: int
+    renamed: dict[str, str]
 
 
 class ErasureReceiptOut(ApiModel):

@@ -199,8 +199,15 @@ def import_(
     profile: Annotated[
         Path | None, typer.Option(envvar="THREADLOOM_PROFILE", help="Deployment profile whose limits apply")
     ] = None,
+    keep_ids: Annotated[
+        bool,
+        typer.Option(
+            "--keep-ids",
+            help="Keep every session id (an operator moving a deployment); an id held in another namespace is refused",
+        ),
+    ] = False,
 ) -> None:
-    """Import an export: all or nothing, ids kept, idempotent (sessions already present are left alone)."""
+    """Import an export: all or nothing, idempotent; ids not minted for the namespace are renamed (listed)."""
     from threadloom.lifecycle import import_sessions
     from threadloom.lifecycle.export_format import signing_key_from_environment
 
@@ -219,6 +226,7 @@ def import_(
                 limits=limits,
                 block_labels=labels,
                 signing_key=key,
+                keep_ids=keep_ids,
             )
         else:
             try:
@@ -227,13 +235,31 @@ def import_(
                 raise ValidationError(f"Cannot read {file}: {error.strerror}") from error
             with stream, state.out.progress("Validating and importing", None):
                 report = import_sessions(
-                    store.lifecycle(), state.namespace, stream, limits=limits, block_labels=labels, signing_key=key
+                    store.lifecycle(),
+                    state.namespace,
+                    stream,
+                    limits=limits,
+                    block_labels=labels,
+                    signing_key=key,
+                    keep_ids=keep_ids,
                 )
+    renames = "".join(f"\n  {old} -> {new}" for old, new in report.renamed.items())
     state.out.result(
-        {"imported": report.imported, "unchanged": report.unchanged, "messages": report.messages},
+        {
+            "imported": report.imported,
+            "unchanged": report.unchanged,
+            "messages": report.messages,
+            "renamed": report.renamed,
+        },
         text=f"Imported {plural(len(report.imported), 'session')} ({plural(report.messages, 'message')}); "
         f"{len(report.unchanged)} already present and unchanged.",
     )
+    if renames and not state.out.as_json:
+        state.out.stdout.print(
+            f"Renamed {plural(len(report.renamed), 'session')} (ids not minted for this namespace):{renames}",
+            highlight=False,
+            soft_wrap=True,  # an id is never cut across lines
+        )
     if report.source_namespace is not None and report.source_namespace != state.namespace:
         state.out.stderr.print(
             f"Note: {file} was exported from namespace {report.source_namespace!r}; its sessions were imported "
@@ -406,6 +432,27 @@ def serve(
     from threadloom.local_server import main as serve_main
 
     serve_main(["--host", host, "--port", str(port), "--data-dir", os.fspath(data_dir)])
+
+
+@app.command("mcp")
+def mcp(
+    ctx: typer.Context,
+    session: Annotated[
+        str | None, typer.Option(help="Bind the context tools to this session (calls may still name another)")
+    ] = None,
+) -> None:
+    """Serve the namespace's memory to an agent over the Model Context Protocol on stdin/stdout."""
+    from threadloom.extras import missing_extra_message
+
+    missing = missing_extra_message("threadloom mcp", "mcp")
+    if missing is not None:
+        typer.echo(missing, err=True)
+        raise typer.Exit(int(ExitCode.ERROR))
+    from threadloom.mcp.stdio import run
+
+    state = _state(ctx)
+    with state.store() as store:
+        run(store, state.namespace, session)
 
 
 __all__ = ["ExitCode", "app"]

@@ -140,7 +140,7 @@ class ThreadloomClient:
         return self._http.run(ops.export_session(session_id))
 
     def import_sessions(self, data: bytes | str) -> dict[str, Any]:
-        """Import an export file (all or nothing, ids kept); importing it again changes nothing."""
+        """Import an export file (all or nothing; ids not the tenant's own are renamed, see ``renamed``)."""
         return self._http.run(ops.import_sessions(data))
 
     def import_from_s3(self, key: str) -> dict[str, Any]:

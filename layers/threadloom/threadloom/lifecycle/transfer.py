@@ -1,14 +1,18 @@
 """Export sessions to a file and import them back, into the same or another backend.
 
-An import keeps every id (unlike a fork), is all-or-nothing (one transaction for the whole
-file, after the whole file validated), and is idempotent: a session already present with
-exactly the exported content is skipped; one present with other content is a conflict,
-so an import never overwrites data.
+An import keeps a session's id only when the id is the importing namespace's own: held by it,
+or minted for it (``core.keys``) and held by nobody. Any other id gets one minted from the
+namespace and the old id, the same on every import, and the report lists those renames. So the
+answer never depends on whether another tenant holds an id. An import is all-or-nothing (one
+transaction for the whole file, after the whole file validated) and idempotent: a session already
+present with exactly the exported content is skipped; one present with other content is a
+conflict, so it never overwrites data.
 
-An import streams: a first pass validates the file a session at a time, a second writes the
-new sessions, one at a time, in the transaction; memory is one session and one capped line,
-whatever the file's size (``bench/import_memory.py``). A stream that cannot seek is first
-copied to a temporary file (in memory up to ``SPOOL_BYTES``).
+An import streams: a first pass validates the file a session at a time and decides every id, a
+second compares the sessions already present, a third writes the new ones, one at a time, in the
+transaction; memory is one session, one capped line and the file's ids, whatever the file's size
+(``bench/import_memory.py``). A stream that cannot seek is first copied to a temporary file (in
+memory up to ``SPOOL_BYTES``).
 """
 
 from __future__ import annotations
@@ -16,9 +20,10 @@ from __future__ import annotations
 import shutil
 import tempfile
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import IO, TYPE_CHECKING
 
+from threadloom.core.keys import imported_session_id, is_minted_for
 from threadloom.errors import ConflictError, NotFoundError, ValidationError
 from threadloom.lifecycle.export_format import PROMPT_KEY_PREFIX, ExportReader, ExportWriter, snapshot_records
 
@@ -47,6 +52,8 @@ class ImportReport:
     messages: int = 0
     source_namespace: str | None = None
     """The namespace the file was exported from (its header), when it says."""
+    renamed: dict[str, str] = field(default_factory=dict)
+    """``{id in the file: id given}`` for each session whose id was not minted for the importing namespace."""
 
 
 def export_sessions(
@@ -85,6 +92,7 @@ def import_sessions(
     limits: Limits | None = None,
     block_labels: Collection[str] | None = None,
     signing_key: bytes | None = None,
+    keep_ids: bool = False,
 ) -> ImportReport:
     """Validate the whole file, then write every new session in one transaction.
 
@@ -92,45 +100,116 @@ def import_sessions(
     writable blocks); a block of the file must then be one of those for its own session
     (``<label>_<session id>``) or the session's prompt, else nothing is imported. With
     ``signing_key``, only files signed with it are imported (unsigned or tampered: refused).
+    A session keeps its id only when it is the namespace's own; see :class:`_IdPlan`.
+    ``keep_ids`` is for a trusted operator moving a deployment (the CLI's ``--keep-ids``): every
+    id is kept, and one held in another namespace is a conflict that says so. Never for a tenant.
     """
     with _seekable(stream) as source:
         start = source.tell()
         reader = ExportReader(source, limits, signing_key=signing_key)
-        fresh: list[str] = []
-        unchanged: list[str] = []
-        messages = 0
+        plan = _IdPlan(storage, namespace, keep_ids=keep_ids)
         for snapshot in reader.sessions():
             if block_labels is not None:
                 check_block_keys(snapshot, block_labels)
-            owner = storage.session_namespace(snapshot.id)
-            if owner is None:
-                fresh.append(snapshot.id)
-                messages += len(snapshot.messages)
-                continue
-            if owner != namespace:
-                # Session ids are unique across namespaces; the answer names no namespace and no content
-                raise ConflictError(
-                    f"Session {snapshot.id!r} cannot be imported: its id is taken; nothing was imported"
-                )
-            existing = storage.read_session(namespace, snapshot.id)
-            if existing is None or _content(existing) != _content(snapshot):
-                raise ConflictError(
-                    f"Session {snapshot.id!r} already exists with different content; delete it first to re-import "
-                    "(nothing was imported)"
-                )
-            unchanged.append(snapshot.id)
+            plan.add(snapshot)
         header = reader.header
-        if fresh:
+
+        def again() -> Iterator[SessionSnapshot]:
             source.seek(start)
-            wanted = set(fresh)
-            again = ExportReader(source, limits, signing_key=signing_key)
-            storage.write_sessions(namespace, (snapshot for snapshot in again.sessions() if snapshot.id in wanted))
+            for snapshot in ExportReader(source, limits, signing_key=signing_key).sessions():
+                yield plan.renamed(snapshot)
+
+        if plan.present:
+            for snapshot in again():
+                if snapshot.id in plan.present:
+                    _check_unchanged(storage, namespace, snapshot, plan.renames)
+        if plan.fresh:
+            storage.write_sessions(namespace, (snapshot for snapshot in again() if snapshot.id in plan.fresh))
     return ImportReport(
-        imported=fresh,
-        unchanged=unchanged,
-        messages=messages,
+        imported=list(plan.fresh),
+        unchanged=list(plan.present),
+        messages=plan.messages,
         source_namespace=header.namespace if header is not None else None,
+        renamed=plan.renames,
     )
+
+
+class _IdPlan:
+    """The id each session of a file gets in the importing namespace, decided from that namespace alone.
+
+    An id is kept when the namespace holds it (the session is the caller's own: unchanged, or a
+    conflict) or when it was minted for the namespace and nobody holds it. Any other id (another
+    tenant's, a legacy or hand-written id nobody holds) is replaced by the id minted from the
+    namespace and the old id, so the same file imports to the same ids every time. Whether another
+    tenant holds an id never changes the answer (held elsewhere and held by nobody are renamed
+    alike), so an import reveals no other tenant's sessions.
+    """
+
+    def __init__(self, storage: LifecycleStorage, namespace: str, *, keep_ids: bool = False) -> None:
+        self._storage = storage
+        self._keep_ids = keep_ids
+        self._namespace = namespace
+        self._secret = storage.session_id_secret()
+        self._targets: dict[str, str] = {}
+        self.renames: dict[str, str] = {}
+        self.fresh: dict[str, None] = {}
+        self.present: dict[str, None] = {}
+        self.messages = 0
+
+    def add(self, snapshot: SessionSnapshot) -> None:
+        old = target = snapshot.id
+        owner = self._storage.session_namespace(old)
+        if self._keep_ids:
+            if owner not in (None, self._namespace):
+                raise ConflictError(
+                    f"Session {old!r} is held by namespace {owner!r}; its id cannot be kept (nothing was imported)"
+                )
+        elif not (owner == self._namespace or (owner is None and is_minted_for(self._secret, self._namespace, old))):
+            target = imported_session_id(self._secret, self._namespace, old)
+            self.renames[old] = target
+            owner = self._storage.session_namespace(target)
+        if target in self.fresh or target in self.present:
+            first = next(key for key, value in self._targets.items() if value == target)
+            raise ValidationError(
+                f"Sessions {first!r} and {old!r} of the file would both be imported as {target!r}; "
+                "import them from separate files (nothing was imported)"
+            )
+        self._targets[old] = target
+        if owner is None:
+            self.fresh[target] = None
+            self.messages += len(snapshot.messages)
+        elif owner == self._namespace:
+            self.present[target] = None
+        else:
+            # Only a trusted library caller choosing this very id can get here (it needs the secret)
+            raise ConflictError(f"Session {old!r} cannot be imported as {target!r}; nothing was imported")
+
+    def renamed(self, snapshot: SessionSnapshot) -> SessionSnapshot:
+        """``snapshot`` under its id in the namespace, with its block keys and its parent to match."""
+        old, new = snapshot.id, self._targets[snapshot.id]
+        parent = snapshot.parent_session_id
+        if parent is not None and not self._keep_ids:
+            if parent in self._targets:
+                parent = self._targets[parent]
+            elif self._storage.session_namespace(parent) != self._namespace:
+                parent = None  # a parent outside the file and the namespace is no parent here
+        if new == old and parent == snapshot.parent_session_id:
+            return snapshot
+        blocks = [replace(block, key=block.key[: len(block.key) - len(old)] + new) for block in snapshot.blocks]
+        return replace(snapshot, id=new, parent_session_id=parent, blocks=blocks)
+
+
+def _check_unchanged(
+    storage: LifecycleStorage, namespace: str, snapshot: SessionSnapshot, renames: dict[str, str]
+) -> None:
+    existing = storage.read_session(namespace, snapshot.id)
+    if existing is None or _content(existing) != _content(snapshot):
+        old = next((key for key, value in renames.items() if value == snapshot.id), snapshot.id)
+        named = repr(old) if old == snapshot.id else f"{old!r} (imported as {snapshot.id!r})"
+        raise ConflictError(
+            f"Session {named} already exists with different content; delete it first to re-import "
+            "(nothing was imported)"
+        )
 
 
 def check_block_keys(snapshot: SessionSnapshot, block_labels: Collection[str]) -> None:

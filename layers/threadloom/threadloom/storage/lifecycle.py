@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from threadloom.core.messages import parse_stored_message
 from threadloom.errors import ConflictError, ValidationError
 from threadloom.storage.database import to_timestamp_text
+from threadloom.storage.registry import session_id_secret
 from threadloom.storage.snapshot import (
     BlockRow,
     CompactionRow,
@@ -89,6 +90,10 @@ class SqlLifecycleStorage:
         """The namespace holding ``session_id`` (session ids are unique across namespaces), or None."""
         rows = self._database.query_once(self._sql.session_namespace, {"id": session_id})
         return str(rows[0][0]) if rows else None
+
+    def session_id_secret(self) -> str:
+        """The secret session ids are minted with, so an import can tell ids minted for a namespace."""
+        return session_id_secret(self._database, self._sql)
 
     def subject_session_ids(self, namespace: str, subject_id: str) -> list[str]:
         rows = self._database.query_once(self._sql.subject_sessions, {"namespace": namespace, "subject": subject_id})

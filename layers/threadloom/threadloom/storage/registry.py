@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
-import uuid
+import weakref
 from typing import TYPE_CHECKING
 
 from threadloom.clock import utc_now
-from threadloom.core.keys import keyed_session_id, legacy_keyed_session_id
+from threadloom.core.keys import (
+    keyed_session_id,
+    legacy_keyed_session_id,
+    new_session_id,
+    previous_keyed_session_id,
+)
 from threadloom.errors import StorageError, ValidationError
 from threadloom.limits import DEFAULT_LIMITS, Limits, check_text
 from threadloom.providers.protocols import BlockRead
@@ -31,7 +36,6 @@ class SqlSessionRegistry:
         self._database = database
         self._sql = sql
         self.namespace = namespace
-        self._keyed_secret: str | None = None
 
     def create(
         self,
@@ -43,7 +47,8 @@ class SqlSessionRegistry:
         session_id: str | None = None,
         subject_id: str | None = None,
     ) -> SessionInfo:
-        new_id = session_id or str(uuid.uuid4())
+        """A new session; its id is minted for the namespace unless a trusted library caller chose ``session_id``."""
+        new_id = session_id or new_session_id(self._secret(), self.namespace)
         with self._database.write() as tx:
             tx.execute(
                 self._sql.insert_session,
@@ -63,26 +68,25 @@ class SqlSessionRegistry:
     def find_keyed(self, key: str) -> tuple[str, SessionInfo | None]:
         """The id of the session ``key`` names in this namespace, and the session when it exists.
 
-        The id is derived with the deployment's secret (migration 0016). A session opened before
-        then has its old, public id: it is found under that id in this namespace only, so a
-        session another tenant imported under it is never this one.
+        The id is minted for the namespace from the key under the deployment's secret. A session
+        opened earlier has the id of its time (the 0016 HMAC id, or before that the public UUIDv5):
+        it is found under that id in this namespace only, so a session of another tenant is never this one.
         """
-        derived = keyed_session_id(self._secret(), self.namespace, key)
-        info = self.get(derived)
+        secret = self._secret()
+        minted = keyed_session_id(secret, self.namespace, key)
+        info = self.get(minted)
         if info is None:
-            legacy = legacy_keyed_session_id(self.namespace, key)
-            older = self.get(legacy)
-            if older is not None:
-                return legacy, older
-        return derived, info
+            for older_id in (
+                previous_keyed_session_id(secret, self.namespace, key),
+                legacy_keyed_session_id(self.namespace, key),
+            ):
+                older = self.get(older_id)
+                if older is not None:
+                    return older_id, older
+        return minted, info
 
     def _secret(self) -> str:
-        if self._keyed_secret is None:
-            rows = self._database.query_once(self._sql.get_setting, {"name": "keyed_session_secret"})
-            if not rows:
-                raise StorageError("The keyed session secret is missing: apply migration 0016")
-            self._keyed_secret = str(rows[0][0])
-        return self._keyed_secret
+        return session_id_secret(self._database, self._sql)
 
     def get(self, session_id: str) -> SessionInfo | None:
         rows = self._database.query_once(self._sql.get_session, {"namespace": self.namespace, "id": session_id})
@@ -238,6 +242,24 @@ class SqlSessionRegistry:
             )
             for row in rows
         ]
+
+
+_SECRETS: weakref.WeakKeyDictionary[Database, str] = weakref.WeakKeyDictionary()
+
+
+def session_id_secret(database: Database, sql: type[SqlDialect]) -> str:
+    """The database's own secret session ids are minted with (migration 0016); it never leaves the database.
+
+    Read once per database object: migration 0016 made it and nothing changes it, so a create, a
+    keyed open or an import costs no extra statement after the first.
+    """
+    secret = _SECRETS.get(database)
+    if secret is None:
+        rows = database.query_once(sql.get_setting, {"name": "keyed_session_secret"})
+        if not rows:
+            raise StorageError("The session id secret is missing: apply migration 0016")
+        secret = _SECRETS[database] = str(rows[0][0])
+    return secret
 
 
 def _parse_cursor(cursor: str) -> tuple[int, str]:

@@ -57,7 +57,7 @@ def export_session(sessionId: str) -> Response[Any]:
 
 @router.post(
     "/sessions/import",
-    summary="Import an export file sent as the request body (all or nothing, ids kept, idempotent)",
+    summary="Import an export file sent as the request body (all or nothing, idempotent; foreign ids renamed)",
     tags=["lifecycle"],
     operation_id="importSessions",
     openapi_extensions={"x-request-media-type": JSONL},

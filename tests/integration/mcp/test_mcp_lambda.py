@@ -1,0 +1,146 @@
+"""The SDK's client over Streamable HTTP against the API function, with events shaped as API Gateway sends them.
+
+Stateless: every request is a fresh Lambda invocation of ``threadloom_api.lambda_handler``; the tenant is
+the JWT's ``sub`` claim, as the authorizer passes it; what is not MCP is refused with the REST envelope.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.shared.exceptions import MCPError
+from threadloom.api.runtime import set_runtime
+
+from tests.support.api import call, gateway_event, invoke, seeded_runtime
+from tests.support.mcp import json_of, lambda_client, message, remember_a_fact, text_of
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "curl", "version": "1"}},
+}
+MCP_HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+
+
+@pytest.fixture(autouse=True)
+def runtime(tmp_path: Path) -> Any:
+    runtime, _ = seeded_runtime(tmp_path)
+    yield runtime
+    set_runtime(None)
+
+
+def test_an_agent_lists_the_tools_remembers_a_fact_and_finds_it_again() -> None:
+    async def scenario() -> None:
+        async with lambda_client("user-123") as client:
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            assert names[:5] == ["list_sessions", "create_session", "append_message", "read_history", "search"]
+            assert {"set_context", "session_search"} <= set(names)
+            session_id = await remember_a_fact(client)
+        async with lambda_client("user-123") as client:  # a new connection: nothing was kept but the data
+            found = json_of(await client.call_tool("search", {"query": "Miso"}))
+            assert [hit["sessionId"] for hit in found["results"]] == [session_id]
+            page = json_of(await client.call_tool("read_history", {"sessionId": session_id}))
+            assert [item["id"] for item in page["messages"]] == ["m1"]
+            blocks = await client.read_resource(f"threadloom://sessions/{session_id}/context")
+            memory = next(b for b in json.loads(blocks.contents[0].text)["blocks"] if b["label"] == "memory")
+            assert memory["content"] == "The user's cat is called Miso."
+
+    anyio.run(scenario)
+    status, listed = call("GET", "/sessions")  # the REST API sees what MCP wrote
+    assert status == 200 and "Pets" in [item["name"] for item in listed["sessions"]]
+
+
+def test_the_tool_schemas_are_the_rest_api_models() -> None:
+    from threadloom.api.models import SessionCreate
+
+    async def scenario() -> dict[str, Any]:
+        async with lambda_client("user-123") as client:
+            return {tool.name: tool.input_schema for tool in (await client.list_tools()).tools}
+
+    schemas = anyio.run(scenario)
+    assert schemas["create_session"]["properties"] == SessionCreate.model_json_schema(by_alias=True)["properties"]
+    assert schemas["append_message"]["$defs"]["MessageIn"]["required"] == ["id", "role", "parts"]
+    assert schemas["set_context"]["required"][0] == "sessionId"  # no session bound: the call names it
+
+
+def test_a_session_named_in_the_url_binds_the_context_tools() -> None:
+    async def scenario() -> None:
+        async with lambda_client("user-123", "/mcp?session=s-demo") as client:
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            assert "sessionId" not in tools["set_context"].input_schema["required"]
+            written = await client.call_tool("set_context", {"label": "memory", "content": "Likes doubloons"})
+            assert text_of(written).startswith("Written to memory."), text_of(written)
+            page = json_of(await client.call_tool("read_history", {}))
+            assert page["total"] == 4
+
+    anyio.run(scenario)
+    status, block = call("GET", "/sessions/s-demo/context/memory")
+    assert status == 200 and block["content"] == "Likes doubloons"
+
+
+def test_refusals_are_tool_errors_the_model_can_read() -> None:
+    async def scenario() -> None:
+        async with lambda_client("user-123") as client:
+            missing = await client.call_tool("append_message", {"sessionId": "nope", "message": message("x", "u", "")})
+            assert missing.is_error and text_of(missing) == "Session 'nope' not found"
+            bad = await client.call_tool("append_message", {"sessionId": "s-demo", "message": {"role": "user"}})
+            assert bad.is_error and "message.id: Field required" in text_of(bad)
+            unbound = await client.call_tool("read_history", {})
+            assert unbound.is_error and "Name the session" in text_of(unbound)
+            block = await client.call_tool("set_context", {"sessionId": "s-demo", "label": "nope", "content": "x"})
+            assert block.is_error and text_of(block) == 'Error: block "nope" not found'
+            unknown = await client.call_tool("drop_tables", {})
+            assert unknown.is_error and "Unknown tool 'drop_tables'" in text_of(unknown)
+            query = await client.call_tool("search", {"query": ""})
+            assert query.is_error and "query" in text_of(query)
+            with pytest.raises(MCPError, match="not found"):
+                await client.read_resource("threadloom://sessions/nope/history")
+            with pytest.raises(MCPError, match="No resource"):
+                await client.read_resource("file:///etc/passwd")
+            # ...and the function still answers
+            assert json_of(await client.call_tool("list_sessions", {}))["sessions"]
+
+    anyio.run(scenario)
+
+
+def test_what_is_not_mcp_gets_the_rest_error_envelope() -> None:
+    body = json.dumps(INITIALIZE).encode()
+    status, answer = invoke(gateway_event("POST", "/mcp", raw_body=body, headers=MCP_HEADERS, tenant=None))
+    assert status == 401 and answer["error"]["code"] == "unauthorized", answer
+    plain = {**MCP_HEADERS, "content-type": "text/plain"}
+    status, answer = invoke(gateway_event("POST", "/mcp", raw_body=body, headers=plain))
+    assert status == 415 and "application/json" in answer["error"]["message"]
+    status, answer = invoke(gateway_event("POST", "/mcp", raw_body=b"{not json", headers=MCP_HEADERS))
+    assert status == 400 and "not valid JSON" in answer["error"]["message"]
+    status, answer = invoke(gateway_event("POST", "/mcp", raw_body=b"\xff\xfe", headers=MCP_HEADERS))
+    assert status == 400 and "UTF-8" in answer["error"]["message"]
+    huge = json.dumps({**INITIALIZE, "pad": "x" * (6 * 1024 * 1024)}).encode()
+    status, answer = invoke(gateway_event("POST", "/mcp", raw_body=huge, headers=MCP_HEADERS))
+    assert status == 413 and answer["error"]["code"] == "payload_too_large"
+
+
+def test_the_protocol_answers_plain_json_statelessly() -> None:
+    body = json.dumps(INITIALIZE).encode()
+    response = _raw(gateway_event("POST", "/mcp", raw_body=body, headers=MCP_HEADERS))
+    assert response["statusCode"] == 200
+    headers = {key.lower(): value for key, value in response["headers"].items()}
+    assert headers["content-type"].startswith("application/json")
+    assert "mcp-session-id" not in headers  # stateless: nothing to come back to
+    assert headers["strict-transport-security"].startswith("max-age=")
+    answer = json.loads(response["body"])
+    assert answer["result"]["serverInfo"]["name"] == "threadloom"
+    not_rpc = _raw(gateway_event("POST", "/mcp", raw_body=b'{"hello": 1}', headers=MCP_HEADERS))
+    assert 400 <= not_rpc["statusCode"] < 500
+
+
+def _raw(event: dict[str, Any]) -> dict[str, Any]:
+    from threadloom_api import lambda_handler
+
+    from tests.support.api import FakeLambdaContext
+
+    return lambda_handler(event, FakeLambdaContext())  # type: ignore[arg-type]
