@@ -3,13 +3,16 @@
 ``threadloom.api.routes.app`` builds the resolver, its routes and error mapping, so the local server
 (``threadloom serve``) and this function run the same code from the same wheel. A request for ``/mcp``
 goes to ``threadloom.mcp.http`` instead, imported on the first such request only, so that a cold start
-for any other route loads none of the MCP SDK.
+for any other route loads none of the MCP SDK. The deployment profile is checked once here, at init: an
+invalid one is logged once and every request gets the ``invalid_profile`` refusal (``threadloom.api.startup``)
+instead of a 500 ``internal_error`` per request.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from threadloom.api import startup
 from threadloom.api.routes.app import app, openapi_document, openapi_json, within_response_cap
 from threadloom.api.routes.app import lambda_handler as api_handler
 
@@ -17,10 +20,13 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
 MCP_PATHS = frozenset({"/mcp", "/mcp/"})
+PROFILE_PROBLEM = startup.profile_problem()
 
 
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    """``/mcp`` to the MCP server, every other path to the REST app."""
+    """``/mcp`` to the MCP server, every other path to the REST app; nothing while the profile is invalid."""
+    if PROFILE_PROBLEM is not None:
+        return startup.refusal()
     if event.get("rawPath") in MCP_PATHS:
         from threadloom.mcp.http import lambda_handler as mcp_handler
 
@@ -30,4 +36,12 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     return answer
 
 
-__all__ = ["api_handler", "app", "lambda_handler", "openapi_document", "openapi_json", "within_response_cap"]
+__all__ = [
+    "PROFILE_PROBLEM",
+    "api_handler",
+    "app",
+    "lambda_handler",
+    "openapi_document",
+    "openapi_json",
+    "within_response_cap",
+]

@@ -589,6 +589,48 @@ class ErrorOut(ApiModel):
     error: ErrorBody
 
 
+class ReflectIn(ApiModel):
+    """Reflect the conversation up to ``leafId`` (default: the latest leaf)."""
+
+    leaf_id: Id | None = None
+
+
+class ProposalOut(ApiModel):
+    """An edit a reflection proposed to a memory block, with the messages it comes from and where it stands.
+
+    ``status``: ``pending`` (waits for approval), ``applying`` (being written), ``applied``, ``rejected``
+    or ``failed`` (the write was refused; ``error`` says why). ``operation`` ``append`` adds ``content`` as a line;
+    ``replace`` replaces the block with ``content`` if it is still at ``basedOnVersion``.
+    """
+
+    id: str
+    label: str
+    operation: Literal["append", "replace"]
+    content: str
+    source_message_ids: list[str]
+    based_on_version: str | None
+    status: Literal["pending", "applying", "applied", "rejected", "failed"]
+    error: str | None
+    applied_version: str | None
+    created_at: str
+    decided_at: str | None
+
+
+class ReflectOut(ApiModel):
+    """What ``POST /reflect`` did: ``queued`` (202, a worker reflects later) or, run now, the worker's outcome."""
+
+    status: Literal["queued", "proposed", "nothing_found", "nothing_new", "duplicate", "skipped_stale"]
+    leaf_id: str | None = None
+    proposals: list[ProposalOut] | None = None
+
+
+class ProposalList(ApiModel):
+    """One page of a session's proposals, oldest first."""
+
+    proposals: list[ProposalOut]
+    next_cursor: str | None = None
+
+
 def build_all() -> int:
     """Build every model's validator now rather than on first use (``defer_build``): SnapStart's warm-up."""
     models = [
@@ -633,6 +675,10 @@ __all__ = [
     "MessageOut",
     "MessageUpdate",
     "MessagesDeleted",
+    "ProposalList",
+    "ProposalOut",
+    "ReflectIn",
+    "ReflectOut",
     "SearchHit",
     "SearchOut",
     "SessionCreate",

@@ -28,6 +28,7 @@ from threadloom.records import HistoryPolicy
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
+    from threadloom.api.background import BackgroundJobs
     from threadloom.api.profile import Profile
     from threadloom.compaction.function import CompactFunction
     from threadloom.compaction.queue import CompactionQueue, CompactionRequest
@@ -209,6 +210,7 @@ class Runtime:
         self._compact_fn: CompactFunction | None = None
         self._lock = threading.RLock()
         self._limits: Limits | None = None
+        self._jobs: BackgroundJobs | None = None
 
     # ------------------------------------------------------------ components
 
@@ -307,12 +309,20 @@ class Runtime:
 
         return NullPublisher()
 
-    def _compaction_handler(self) -> Callable[[CompactionRequest], None]:
-        """The worker's handler when the worker module exists, else a direct fenced compaction."""
+    @property
+    def jobs(self) -> BackgroundJobs:
+        """What the queue's worker runs per request kind: compactions and reflections (``api/background.py``)."""
+        with self._lock:
+            if self._jobs is None:
+                from threadloom.api.background import BackgroundJobs
+
+                self._jobs = BackgroundJobs(self)
+            return self._jobs
+
+    def _compaction_handler(self) -> Callable[[CompactionRequest], object]:
+        """The background jobs' handler when the worker module exists, else a direct fenced compaction."""
         if importlib.util.find_spec("threadloom.core.compaction_worker") is not None:
-            worker_module = importlib.import_module("threadloom.core.compaction_worker")
-            worker = worker_module.CompactionWorker(self.manager)
-            return worker.handle  # type: ignore[no-any-return]
+            return self.jobs.handle
 
         def handle(request: CompactionRequest) -> None:
             manager = self.manager(request.namespace)

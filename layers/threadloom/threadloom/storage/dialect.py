@@ -180,6 +180,19 @@ class SqlDialect:
     latest_compaction_request: ClassVar[str]
     delete_session_compaction_requests: ClassVar[str]
 
+    # Reflection: per-session watermark, handled runs and proposed block edits (storage/reflections.py).
+    get_reflection_mark: ClassVar[str]
+    insert_reflection_run: ClassVar[str]
+    insert_reflection_mark: ClassVar[str]
+    advance_reflection_mark: ClassVar[str]
+    insert_reflection_proposal: ClassVar[str]
+    get_reflection_proposal: ClassVar[str]
+    list_reflection_proposals: ClassVar[str]
+    run_reflection_proposals: ClassVar[str]
+    move_reflection_proposal: ClassVar[str]
+    delete_session_reflections: ClassVar[tuple[str, ...]]
+    idle_unreflected_sessions: ClassVar[str]
+
     @classmethod
     def index_params(cls, text: str) -> dict[str, Any]:
         """Parameters that :attr:`index_message` / :attr:`index_entry` need besides ids."""

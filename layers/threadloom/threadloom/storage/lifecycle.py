@@ -227,6 +227,8 @@ class SqlLifecycleStorage:
             tx.execute(self._sql.delete_session_blocks, owner)
             tx.execute(self._sql.clear_loaded_skills, sid)
             tx.execute(self._sql.delete_session_compaction_requests, {**sid, "namespace": namespace})
+            for statement in self._sql.delete_session_reflections:
+                tx.execute(statement, {**sid, "namespace": namespace})
             tx.execute(self._sql.delete_session, key)
         return removed
 

@@ -223,6 +223,8 @@ class SqlSessionRegistry:
             remove_session_versions(tx, self._sql, self.namespace, session_id)
             tx.execute(self._sql.clear_loaded_skills, sid)
             tx.execute(self._sql.delete_session_compaction_requests, {"namespace": self.namespace, **sid})
+            for statement in self._sql.delete_session_reflections:
+                tx.execute(statement, {"namespace": self.namespace, **sid})
             tx.execute(self._sql.delete_session, {"namespace": self.namespace, "id": session_id})
         return True
 

@@ -10,6 +10,7 @@ from threadloom.storage.blocks import SqlContextProvider, SqlPromptStore, SqlSha
 from threadloom.storage.compaction_requests import SqlCompactionRequests
 from threadloom.storage.lifecycle import SqlLifecycleStorage
 from threadloom.storage.migrations import apply_migrations, load_migrations
+from threadloom.storage.reflections import SqlReflections, SqlReflectionSweep
 from threadloom.storage.registry import SqlSessionRegistry
 from threadloom.storage.search_entries import SqlSearchProvider
 from threadloom.storage.tree import SqlSessionProvider
@@ -99,3 +100,11 @@ class SqlStore:
 
     def compaction_requests(self, namespace: str = "default") -> SqlCompactionRequests:
         return SqlCompactionRequests(self._ready(), self.sql, namespace)
+
+    def reflections(self, namespace: str = "default") -> SqlReflections:
+        """The reflection watermarks, runs and proposals of ``namespace`` (``threadloom.reflection``)."""
+        return SqlReflections(self._ready(), self.sql, namespace)
+
+    def reflection_sweep(self) -> SqlReflectionSweep:
+        """Sessions of every tenant gone idle since their last reflection (the idle trigger)."""
+        return SqlReflectionSweep(self._ready(), self.sql)

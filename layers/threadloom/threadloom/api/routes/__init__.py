@@ -11,6 +11,7 @@ from threadloom.api.routes import (
     inspector,
     lifecycle,
     messages,
+    reflection,
     sessions,
 )
 
@@ -21,6 +22,7 @@ ROUTERS = (
     context.router,
     block_history.router,
     compaction.router,
+    reflection.router,
     lifecycle.router,
     health.router,
     inspector.router,
