@@ -1,7 +1,7 @@
 """What reflection needs of memory blocks: read one with its version, apply an edit with provenance.
 
-Today's implementation is ``session_blocks.SessionMemoryBlocks`` (the session's own writable blocks); the
-subject-scoped, versioned blocks of issue 26 items 1-3 implement the same protocol, and the worker does not change.
+The implementation is ``session_blocks.SessionMemoryBlocks``: a session's writable blocks (its shared subject and
+tenant blocks included) through the versioned write path, so every edit is a block version with its provenance.
 """
 
 from __future__ import annotations

@@ -1,58 +1,72 @@
-"""``MemoryBlocks`` over today's blocks: the writable blocks of one session, through ``core``'s guarded writes.
+"""``MemoryBlocks`` over a session's writable blocks, through ``core``'s versioned write path.
 
-Today's blocks keep no versions, so the version here is a digest of the content: a replacement based on
-content that changed since it was read is refused, as the versioned path will. The check and the write are two
-steps (the versioned store makes them one); the provenance of an edit is kept with its proposal
-(``threadloom_reflection_proposals``) until blocks keep a history of their own. An append is also read, then
-written whole, as every append of today's blocks is; the versioned path merges appends in order.
+The blocks a session sees include those it shares (``scope: subject`` or ``tenant``), so a reflection
+run in one conversation edits the memory every conversation of the same user reads. Each edit is a
+new block version whose provenance names the reflection, the session and the messages the facts
+came from (``GET .../context/{label}/history`` shows it); a replacement based on a version that is
+no longer current is refused by the store in the same transaction as the write.
 """
 
 from __future__ import annotations
 
-import hashlib
 from typing import TYPE_CHECKING
 
-from threadloom.errors import ConflictError, NotFoundError, ReadOnlyBlockError
+from threadloom.errors import ConflictError, NotFoundError, ReadOnlyBlockError, StaleVersionError
+from threadloom.records import BlockChange
 from threadloom.reflection.protocols import MemoryBlock
 
 if TYPE_CHECKING:
     from threadloom.core.session import Session
+    from threadloom.records import ContextBlock
     from threadloom.reflection.protocols import BlockEdit
 
 
-def content_version(content: str) -> str:
-    """The version of a block without a stored one: the first 16 hex digits of its content's SHA-256."""
-    return hashlib.sha256(content.encode("utf-8")).hexdigest()[:16]
+def _version(block: ContextBlock) -> str:
+    return str(block.version or 0)
 
 
 class SessionMemoryBlocks:
-    """The writable blocks of ``session``."""
+    """The writable blocks of ``session``, its shared ones included."""
 
     def __init__(self, session: Session) -> None:
         self._session = session
 
     def read_block(self, label: str) -> MemoryBlock:
-        """The block as stored now (the blocks are re-read: another process may have written since)."""
-        self._session.blocks.load()
-        block = self._session.get_context_block(label)
+        """The block as stored now (another process, or another session of the subject, may have written since)."""
+        block = self._session.read_context_block(label)
         if block is None:
             raise NotFoundError(f'Block "{label}" not found')
         if not block.writable or block.is_skill or block.is_searchable:
             raise ReadOnlyBlockError(f'Block "{label}" is not a writable block; reflection cannot edit it')
-        return MemoryBlock(label, block.content, content_version(block.content))
+        return MemoryBlock(label, block.content, _version(block))
 
     def apply_edit(self, edit: BlockEdit) -> MemoryBlock:
-        current = self.read_block(edit.label)
+        self.read_block(edit.label)  # refuses a missing or read-only block before anything is written
+        change = BlockChange(
+            source="reflection",
+            session_id=self._session.session_id or None,
+            message_ids=edit.provenance.source_message_ids,
+            note=f"reflection {edit.provenance.request_key}, proposal {edit.provenance.proposal_id}",
+        )
         if edit.operation == "replace":
-            if edit.based_on_version != current.version:
+            based_on = edit.based_on_version
+            if based_on is None or not based_on.isdigit():
+                raise ConflictError(
+                    f'Block "{edit.label}" edit is based on version {based_on!r}, which is not a stored version; '
+                    "reflect again"
+                )
+            try:
+                block = self._session.replace_context_block(
+                    edit.label, edit.content, based_on_version=int(based_on), change=change
+                )
+            except StaleVersionError as stale:
                 raise ConflictError(
                     f'Block "{edit.label}" changed since this edit was proposed '
-                    f"(version {current.version}, the edit is based on {edit.based_on_version})"
-                )
-            block = self._session.replace_context_block(edit.label, edit.content)
+                    f"(version {stale.current_version}, the edit is based on {based_on})"
+                ) from stale
         else:
-            block = self._session.append_context_block(edit.label, edit.content)
-        return MemoryBlock(edit.label, block.content, content_version(block.content))
+            block = self._session.append_context_block(edit.label, edit.content, change=change)
+        return MemoryBlock(edit.label, block.content, _version(block))
 
 
-__all__ = ["SessionMemoryBlocks", "content_version"]
+__all__ = ["SessionMemoryBlocks"]
