@@ -24,6 +24,7 @@ from threadloom.lifecycle import erase_subject as erase
 from threadloom.lifecycle import export_sessions, import_sessions
 from threadloom.lifecycle.derived import EXPORT_PREFIX, export_object_prefix, key_segment
 from threadloom.lifecycle.export_format import signing_key_from_environment
+from threadloom.lifecycle.transfer import LegalHoldNotAllowedError
 
 if TYPE_CHECKING:
     from typing import IO
@@ -34,13 +35,18 @@ PRESIGNED_URL_SECONDS = 900
 IMPORT_PREFIX = "imports/"
 
 
-def require_scope(scopes: list[str] | None, claims: dict[str, Any] | None, needed: str) -> None:
-    """403 unless the token grants ``needed`` (API Gateway's ``scopes``, or a space-separated ``scope`` claim)."""
+def has_scope(scopes: list[str] | None, claims: dict[str, Any] | None, needed: str) -> bool:
+    """Whether the token grants ``needed`` (API Gateway's ``scopes``, or a space-separated ``scope`` claim)."""
     granted = set(scopes or [])
     scope_claim = (claims or {}).get("scope")
     if isinstance(scope_claim, str):
         granted.update(scope_claim.split())
-    if needed not in granted:
+    return needed in granted
+
+
+def require_scope(scopes: list[str] | None, claims: dict[str, Any] | None, needed: str) -> None:
+    """403 unless the token grants ``needed``."""
+    if not has_scope(scopes, claims, needed):
         raise ForbiddenError(f"This operation needs the {needed!r} scope")
 
 
@@ -71,16 +77,21 @@ def export_session(runtime: Runtime, tenant: str, session_id: str) -> bytes | Ex
     return ExportLink(url=url, expires_in=PRESIGNED_URL_SECONDS, bytes=len(data), sessions=report.sessions)
 
 
-def import_file(runtime: Runtime, tenant: str, stream: IO[bytes]) -> ImportOut:
+def import_file(runtime: Runtime, tenant: str, stream: IO[bytes], *, admin: bool) -> ImportOut:
+    """Import as ``tenant``; only an ``admin`` (the admin scope) may bring in a session on legal hold, as for PATCH."""
     writable = [block.label for block in runtime.profile.blocks if block.kind == "writable"]
-    report = import_sessions(
-        runtime.store.lifecycle(),
-        tenant,
-        stream,
-        limits=runtime.limits,
-        block_labels=writable,
-        signing_key=signing_key_from_environment(),
-    )
+    try:
+        report = import_sessions(
+            runtime.store.lifecycle(),
+            tenant,
+            stream,
+            limits=runtime.limits,
+            block_labels=writable,
+            signing_key=signing_key_from_environment(),
+            legal_holds=admin,
+        )
+    except LegalHoldNotAllowedError as error:
+        raise ForbiddenError(str(error)) from None
     logger.info(
         "sessions imported",
         imported=len(report.imported),
@@ -92,7 +103,7 @@ def import_file(runtime: Runtime, tenant: str, stream: IO[bytes]) -> ImportOut:
     )
 
 
-def import_from_bucket(runtime: Runtime, tenant: str, key: str) -> ImportOut:
+def import_from_bucket(runtime: Runtime, tenant: str, key: str, *, admin: bool) -> ImportOut:
     """Import an export file from the export bucket; only keys under the tenant's own prefixes are read."""
     bucket = runtime.settings.export_bucket
     if not bucket:
@@ -109,7 +120,7 @@ def import_from_bucket(runtime: Runtime, tenant: str, key: str) -> ImportOut:
             raise NotFoundError(f"No export file at {key!r}") from error
         raise StorageUnavailableError(f"Could not read {key!r} from the export bucket: {error}") from error
     with body:
-        return import_file(runtime, tenant, body)  # streamed: copied to a temporary file, not read whole
+        return import_file(runtime, tenant, body, admin=admin)  # streamed: copied to a temporary file, not read whole
 
 
 def delete_session(runtime: Runtime, tenant: str, session_id: str) -> None:
@@ -157,4 +168,12 @@ def _s3() -> Any:
     return aws_client("s3")
 
 
-__all__ = ["delete_session", "erase_subject", "export_session", "import_file", "import_from_bucket", "require_scope"]
+__all__ = [
+    "delete_session",
+    "erase_subject",
+    "export_session",
+    "has_scope",
+    "import_file",
+    "import_from_bucket",
+    "require_scope",
+]

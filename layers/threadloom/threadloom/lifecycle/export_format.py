@@ -511,6 +511,7 @@ class _SessionBuilder:
         self._message_ids: set[str] = set()
         self._seqs: set[int] = set()
         self._compactions: list[CompactionRow] = []
+        self._request_keys: set[str] = set()
         self._blocks: list[BlockRow] = []
         self._skills: list[str] | None = None
 
@@ -526,19 +527,7 @@ class _SessionBuilder:
         if kind == "message":
             self._add_message(record, number)
         elif kind == "compaction":
-            self._compactions.append(
-                CompactionRow(
-                    id=_checked(number, limits.check_id, record.get("id"), "compaction id"),
-                    seq=self._seq(record, number),
-                    summary=_checked(
-                        number, limits.check_content, record.get("summary"), "summary", limits.max_summary_bytes
-                    ),
-                    from_message_id=self._known(record, "from_message_id", number),
-                    to_message_id=self._known(record, "to_message_id", number),
-                    request_key=_text(record, "request_key", number, max_chars=limits.max_name_chars, optional=True),
-                    created_at=_timestamp(record, "created_at", number),
-                )
-            )
+            self._add_compaction(record, number)
         elif kind in ("block", "prompt"):
             if kind == "prompt":
                 key = f"{PROMPT_KEY_PREFIX}{self.id}"
@@ -552,13 +541,46 @@ class _SessionBuilder:
             self._blocks.append(BlockRow(key, content, _timestamp(record, "updated_at", number)))
         else:
             skills = _field(record, "skills", number, list)
-            if self._skills is not None or not all(isinstance(skill, str) and skill for skill in skills):
-                raise ExportFormatError(f"Line {number}: loaded_skills must appear once and list non-empty strings")
+            if (
+                self._skills is not None
+                or not all(isinstance(skill, str) and skill for skill in skills)
+                or len(set(skills)) != len(skills)
+            ):
+                raise ExportFormatError(
+                    f"Line {number}: loaded_skills must appear once and list distinct non-empty strings"
+                )
             for skill in skills:
                 _checked(
                     number, check_text, skill, "skill id", max_chars=limits.max_label_chars + limits.max_name_chars + 1
                 )
             self._skills = list(skills)
+
+    def _add_compaction(self, record: dict[str, Any], number: int) -> None:
+        """An overlay whose id and request key are the session's only ones: the store keys rows by both."""
+        limits = self._limits
+        compaction_id = _checked(number, limits.check_id, record.get("id"), "compaction id")
+        if any(row.id == compaction_id for row in self._compactions):
+            raise ExportFormatError(f"Line {number}: compaction {compaction_id!r} appears twice in session {self.id!r}")
+        request_key = _text(record, "request_key", number, max_chars=limits.max_name_chars, optional=True)
+        if request_key is not None and request_key in self._request_keys:
+            raise ExportFormatError(
+                f"Line {number}: request_key {request_key!r} appears on two compactions of session {self.id!r}"
+            )
+        self._compactions.append(
+            CompactionRow(
+                id=compaction_id,
+                seq=self._seq(record, number),
+                summary=_checked(
+                    number, limits.check_content, record.get("summary"), "summary", limits.max_summary_bytes
+                ),
+                from_message_id=self._known(record, "from_message_id", number),
+                to_message_id=self._known(record, "to_message_id", number),
+                request_key=request_key,
+                created_at=_timestamp(record, "created_at", number),
+            )
+        )
+        if request_key is not None:
+            self._request_keys.add(request_key)
 
     def _known(self, record: dict[str, Any], name: str, number: int) -> str:
         value: str = _text(record, name, number, max_chars=self._limits.max_id_chars)

@@ -37,6 +37,10 @@ if TYPE_CHECKING:
 SPOOL_BYTES = 1024 * 1024
 
 
+class LegalHoldNotAllowedError(ValidationError):
+    """A file would place a new session on legal hold for a caller who may not set holds (the API: no admin scope)."""
+
+
 @dataclass(frozen=True, slots=True)
 class ExportReport:
     sessions: int
@@ -93,6 +97,7 @@ def import_sessions(
     block_labels: Collection[str] | None = None,
     signing_key: bytes | None = None,
     keep_ids: bool = False,
+    legal_holds: bool = True,
 ) -> ImportReport:
     """Validate the whole file, then write every new session in one transaction.
 
@@ -103,6 +108,8 @@ def import_sessions(
     A session keeps its id only when it is the namespace's own; see :class:`_IdPlan`.
     ``keep_ids`` is for a trusted operator moving a deployment (the CLI's ``--keep-ids``): every
     id is kept, and one held in another namespace is a conflict that says so. Never for a tenant.
+    ``legal_holds=False`` (a caller who may not set holds): a new session on legal hold is refused
+    (:class:`LegalHoldNotAllowedError`, nothing imported), since a hold keeps it from every retention sweep.
     """
     with _seekable(stream) as source:
         start = source.tell()
@@ -112,6 +119,11 @@ def import_sessions(
             if block_labels is not None:
                 check_block_keys(snapshot, block_labels)
             plan.add(snapshot)
+        if plan.held and not legal_holds:
+            raise LegalHoldNotAllowedError(
+                f"Session {plan.held[0]!r} of the file is on legal hold, and placing a hold needs the admin scope; "
+                "nothing was imported"
+            )
         header = reader.header
 
         def again() -> Iterator[SessionSnapshot]:
@@ -154,6 +166,8 @@ class _IdPlan:
         self.renames: dict[str, str] = {}
         self.fresh: dict[str, None] = {}
         self.present: dict[str, None] = {}
+        self.held: list[str] = []
+        """Ids in the file of the new sessions it places on legal hold."""
         self.messages = 0
 
     def add(self, snapshot: SessionSnapshot) -> None:
@@ -178,6 +192,8 @@ class _IdPlan:
         if owner is None:
             self.fresh[target] = None
             self.messages += len(snapshot.messages)
+            if snapshot.legal_hold:
+                self.held.append(old)
         elif owner == self._namespace:
             self.present[target] = None
         else:
@@ -247,4 +263,11 @@ def _content(snapshot: SessionSnapshot) -> list[dict[str, object]]:
     return list(snapshot_records(snapshot))
 
 
-__all__ = ["ExportReport", "ImportReport", "check_block_keys", "export_sessions", "import_sessions"]
+__all__ = [
+    "ExportReport",
+    "ImportReport",
+    "LegalHoldNotAllowedError",
+    "check_block_keys",
+    "export_sessions",
+    "import_sessions",
+]

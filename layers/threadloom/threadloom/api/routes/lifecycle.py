@@ -62,7 +62,7 @@ def export_session(sessionId: str) -> Response[Any]:
     operation_id="importSessions",
     openapi_extensions={"x-request-media-type": JSONL},
     responses={
-        **responses(200, ImportOut, "What was imported and what was already there", *ANY, 409, *BODY),
+        **responses(200, ImportOut, "What was imported and what was already there", *ANY, 403, 409, *BODY),
         415: {
             "description": f"{ERROR_DESCRIPTIONS[415]} (here: {JSONL})",
             "content": {"application/json": {"model": ErrorOut}},
@@ -71,7 +71,7 @@ def export_session(sessionId: str) -> Response[Any]:
 )
 def import_upload() -> ImportOut:
     body = router.current_event.decoded_body or ""
-    return data_lifecycle.import_file(get_runtime(), tenant(router), io.BytesIO(body.encode("utf-8")))
+    return data_lifecycle.import_file(get_runtime(), tenant(router), io.BytesIO(body.encode("utf-8")), admin=_admin())
 
 
 @router.post(
@@ -79,10 +79,16 @@ def import_upload() -> ImportOut:
     summary="Import an export file from the export bucket (imports/<tenant>/… or exports/<tenant>/…)",
     tags=["lifecycle"],
     operation_id="importSessionsFromS3",
-    responses=responses(200, ImportOut, "What was imported and what was already there", *ANY, 404, 409, *BODY),
+    responses=responses(200, ImportOut, "What was imported and what was already there", *ANY, 403, 404, 409, *BODY),
 )
 def import_from_s3(body: Annotated[ImportFromS3, Body()]) -> ImportOut:
-    return data_lifecycle.import_from_bucket(get_runtime(), tenant(router), body.key)
+    return data_lifecycle.import_from_bucket(get_runtime(), tenant(router), body.key, admin=_admin())
+
+
+def _admin() -> bool:
+    """Whether the caller's token has the admin scope (needed to bring in a session on legal hold)."""
+    authorizer = router.current_event.request_context.authorizer
+    return data_lifecycle.has_scope(authorizer.jwt_scopes, authorizer.jwt_claim, get_runtime().settings.admin_scope)
 
 
 @router.post(
