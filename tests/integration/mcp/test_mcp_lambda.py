@@ -1,6 +1,6 @@
-"""The SDK's client over Streamable HTTP against the API function, with events shaped as API Gateway sends them.
+"""The SDK's client over Streamable HTTP against the MCP function, with events shaped as API Gateway sends them.
 
-Stateless: every request is a fresh Lambda invocation of ``threadloom_api.lambda_handler``; the tenant is
+Stateless: every request is a fresh Lambda invocation of ``threadloom_mcp.lambda_handler``; the tenant is
 the JWT's ``sub`` claim, as the authorizer passes it; what is not MCP is refused with the REST envelope.
 """
 
@@ -15,7 +15,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 from threadloom.api.runtime import set_runtime
 
-from tests.support.api import call, gateway_event, invoke, seeded_runtime
+from tests.support.api import call, gateway_event, seeded_runtime
 from tests.support.mcp import json_of, lambda_client, message, remember_a_fact, text_of
 
 INITIALIZE = {
@@ -138,8 +138,14 @@ def test_the_protocol_answers_plain_json_statelessly() -> None:
     assert 400 <= not_rpc["statusCode"] < 500
 
 
+def invoke(event: dict[str, Any]) -> tuple[int, Any]:
+    """Status and JSON body of the MCP function's answer."""
+    response = _raw(event)
+    return int(response["statusCode"]), json.loads(response["body"]) if response.get("body") else None
+
+
 def _raw(event: dict[str, Any]) -> dict[str, Any]:
-    from threadloom_api import lambda_handler
+    from threadloom_mcp import lambda_handler
 
     from tests.support.api import FakeLambdaContext
 
