@@ -170,3 +170,14 @@ def test_the_requirements_are_a_closed_set_at_the_versions_the_tests_run(lambda_
     assert all(not item["download_info"]["url"].endswith(".tar.gz") for item in report["install"])  # wheels only
     drift = {name: (pinned, version(name)) for name, pinned in pins().items() if version(name) != pinned}
     assert drift == {}, "pin the dev environment's versions (pip freeze) in functions/mcp/requirements.txt"
+
+
+def test_the_function_ships_every_module_compiled_and_no_build_files(lambda_folders: dict[str, Path]) -> None:
+    from tests.unit.deploy.test_lambda_packaging import assert_every_module_ships_a_valid_pyc
+
+    task = lambda_folders["task"]
+    assert (task / "threadloom_mcp.py").is_file()
+    assert not (task / "Makefile").exists() and not (task / "requirements.txt").exists()
+    assert not (task / "bin").exists()  # uvicorn's and others' console scripts are no use on Lambda
+    assert not (task / "threadloom").exists()  # Threadloom comes from the layer, one release for every function
+    assert assert_every_module_ships_a_valid_pyc(task) > 500
