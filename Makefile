@@ -17,7 +17,7 @@ CHECKOV_VENV := .venv-checkov
 CHECKOV_VERSION := 3.3.30
 CHECKOV := $(CHECKOV_VENV)/bin/checkov
 
-.PHONY: test lint typecheck unit browser-deps serve bench bench-cold-start sam-build sam-validate sam-local checkov \
+.PHONY: test lint typecheck unit browser-deps serve bench bench-cold-start load-test sam-build sam-validate sam-local checkov \
 	template-check clean clean-env reset-data
 
 # One set-up at a time: `make serve` and `make test` started together both wait on VENV_LOCK (flock, util-linux),
@@ -120,6 +120,11 @@ bench: $(STAMP)
 	$(BIN)/python bench/fork_and_branches.py
 	$(BIN)/python bench/users_config.py
 	$(BIN)/python bench/compaction.py --sizes 10000,100000
+
+## load-test: 24 Lambda-like workers direct and through PgBouncer (transaction pooling) on a private PostgreSQL, then
+## crashed mid-run: appends/s, p50/p99, errors by kind, recovery; about 6 minutes (needs Debian's pgbouncer).
+load-test: $(STAMP)
+	$(BIN)/python bench/pooler_load.py
 
 ## bench-cold-start: median import time of each Lambda handler in fresh interpreters, beside bare boto3/Powertools.
 bench-cold-start: $(STAMP)

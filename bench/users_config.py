@@ -1,19 +1,25 @@
-"""Appends and reads as users configure a session, side by side with the raw drivers, in one run.
+"""Appends and reads as users configure a session, side by side with raw drivers and a peer store, in one run.
 
 "Users' configuration" is the default deployment profile (soul, memory, skills and knowledge
 blocks), the cached frozen prompt, the auto-compaction check (threshold 100,000) and an
 event listener, built by the same Runtime the HTTP API uses, over PostgresStore or
-SqliteStore. Raw baselines do the least a hand-written client would: one INSERT per message
-(pg8000 ``Connection.run``; sqlite3 in its own transaction at the same durability) and one
-recursive query for a history. Samples of both sides are interleaved so machine drift hits
-both equally. Printed ratios and their targets:
+SqliteStore. On PostgreSQL the sides are those of ``bench/baselines.py`` (printed at the start):
+raw pg8000 and raw psycopg 3, each statement prepared once and sent in one round trip, into a
+table with the same search vector (``to_tsvector('english', ...)`` in a GIN index), and
+langchain-postgres's ``PostgresChatMessageHistory`` as a peer. Samples of every side are
+interleaved so machine drift hits all equally; the whole comparison runs ``RUNS`` times and
+each ratio is quoted as the median of the runs with their spread. Printed ratios and targets:
 
-- PostgreSQL append p50 / raw pg8000 INSERT                         <= 1.3x
+- PostgreSQL append p50 / raw pg8000 prepared INSERT (and psycopg 3)       <= 1.3x
 - PostgreSQL open a session (cold, as a new request does) + 10 appends / 10 raw INSERTs <= 1.5x
   (and, for information, opening an existing session the first time in a process / one raw read by key)
+- PostgreSQL append p50 and open + 10 appends faster than langchain-postgres   < 1.0x
+- the same with ``synchronous_commit = off`` on both sides, for information: without the disk
+  flush, which every side pays alike, what is left is each side's own work
 - SQLite append p50 / raw sqlite3 (message row, FTS5 row and leaf in one transaction), WAL +
   synchronous=NORMAL and =FULL <= 1.3x
-- every page of a 10,000-message history (200 per page) / one library read <= 2x
+- every page of a 10,000-message history (200 per page) through the API's use case / one library
+  read <= 2x, on both backends, in every run
 
 Threadloom indexes SQLite's full-text search in batches: an append marks its message, and every
 64th append (``INDEX_EVERY``) and any search index what waits, many messages per FTS5 segment;
@@ -34,21 +40,24 @@ import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
-import pg8000.native
+import psycopg
 from threadloom import PostgresStore, Session, SqliteStore
 from threadloom.api.runtime import Runtime, Settings
-from threadloom.storage.postgres.connection import parse_database_url
 from threadloom.storage.sqlite.search_index import INDEX_EVERY
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from baselines import DESCRIPTIONS, LangchainPeer, Pg8000Raw, PsycopgRaw, create_raw_schema
 from scratch import scratch_postgres
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-SAMPLES = 400
-OPEN_SAMPLES = 100
+RUNS = 3
+SAMPLES = 300
+OPEN_SAMPLES = 60
+NAMES = ("threadloom", "raw pg8000", "raw psycopg", "langchain")
 PAGING_SAMPLES = 9
 SEARCH_SAMPLES = 15
 SEARCHED = "lighthouse"  # in no message: the search itself costs little, what it indexes first shows
@@ -59,8 +68,6 @@ RAW_SCHEMA = (
     "CREATE TABLE raw_messages (session_id TEXT NOT NULL, id TEXT NOT NULL, parent_id TEXT, "
     "content TEXT NOT NULL, PRIMARY KEY (session_id, id))"
 )
-RAW_INSERT_PG = "INSERT INTO raw_messages (session_id, id, parent_id, content) VALUES (:sid, :id, :parent, :content)"
-RAW_READ_PG = "SELECT content FROM raw_messages WHERE session_id = :sid AND id = :id"
 RAW_INSERT_SQLITE = "INSERT INTO raw_messages (session_id, id, parent_id, content) VALUES (?, ?, ?, ?)"
 # SQLite's raw baseline keeps what makes the store searchable and its leaf known, as Threadloom does:
 # the message row, its full-text row and the session's leaf, in one transaction.
@@ -113,112 +120,158 @@ def info_line(label: str, ours: float, raw: float, unit: str = "µs") -> None:
     print(f"  {label:<52} {ours:10.1f} {raw:10.1f} {unit}  {ours / raw:5.2f}x")
 
 
-def postgres(url: str) -> bool:
-    store = PostgresStore(url)
-    users = Users(store)
-    params = parse_database_url(url)
-    raw = pg8000.native.Connection(
-        user=params.user, host=params.host, port=params.port, database=params.database, password=params.password
-    )
-    raw.run(RAW_SCHEMA)
-    print(f"\nPostgreSQL {raw.run('SHOW server_version')[0][0]} (median of {SAMPLES} interleaved samples)")
-    print(f"  {'':<52} {'threadloom':>10} {'raw pg8000':>10}")
-    session_id = users.create("append")
-    session = users.open(session_id)
-    ours, theirs = [], []
+def spread(values: list[float]) -> str:
+    """The median of a few runs' figures and their range."""
+    return f"{statistics.median(values):5.2f}x ({min(values):.2f}-{max(values):.2f})"
+
+
+def postgres_run(url: str, users: Users, sides: list[Any], langchain: LangchainPeer, run: str) -> dict[str, Any]:
+    """One interleaved comparison: append p50 and open + 10 appends p50 per side, in µs."""
+    session = users.open(users.create(f"append-{run}"))
+    peer = langchain.session(f"append-{run}")
+    samples: dict[str, list[float]] = {name: [] for name in NAMES}
     leaf: str | None = None
     for index in range(SAMPLES):
-        item = message(f"a{index}")
-        ours.append(timed(lambda item=item: session.append_message(item)))
-        content = json.dumps(item, separators=(",", ":"))
-
-        def insert(item_id: str = item["id"], parent: str | None = leaf, body: str = content) -> None:
-            raw.run(RAW_INSERT_PG, sid="raw-append", id=item_id, parent=parent, content=body)
-
-        theirs.append(timed(insert))
+        item = message(f"a{run}-{index}")
+        samples["threadloom"].append(timed(lambda item=item: session.append_message(item)))
+        for side in sides:
+            samples[side.name].append(
+                timed(lambda side=side, item=item, parent=leaf: side.append(f"{side.name}-{run}", item, parent))
+            )
+        samples["langchain"].append(timed(lambda item=item: peer.add_messages([LangchainPeer.message(item)])))
         leaf = item["id"]
-    ok = ratio_line("append p50", statistics.median(ours), statistics.median(theirs), 1.3)
     assert users.events >= SAMPLES
+    append = {name: statistics.median(values) for name, values in samples.items()}
 
-    opened, raw_ten, open_ids = [], [], []
+    opened: dict[str, list[float]] = {name: [] for name in NAMES}
     for sample in range(OPEN_SAMPLES):
-        sid = users.create(f"open-{sample}")
-        open_ids.append(sid)
-        items = [message(f"o{sample}-{i}") for i in range(10)]
+        sid = users.create(f"open-{run}-{sample}")
+        items = [message(f"o{run}-{sample}-{i}") for i in range(10)]
 
         def open_and_append(sid: str = sid, items: list[dict[str, Any]] = items) -> None:
             fresh = users.open(sid)
             for item in items:
                 fresh.append_message(item)
 
-        def raw_inserts(sample: int = sample, items: list[dict[str, Any]] = items) -> None:
-            parent = None
+        opened["threadloom"].append(timed(open_and_append))
+        for side in sides:
+
+            def raw_inserts(side: Any = side, sample: int = sample, items: list[dict[str, Any]] = items) -> None:
+                parent = None
+                for item in items:
+                    side.append(f"{side.name}-open-{run}-{sample}", item, parent)
+                    parent = item["id"]
+
+            opened[side.name].append(timed(raw_inserts))
+
+        def peer_open(sample: int = sample, items: list[dict[str, Any]] = items) -> None:
+            history = langchain.session(f"open-{run}-{sample}")
             for item in items:
-                raw.run(
-                    RAW_INSERT_PG,
-                    sid=f"raw-open-{sample}",
-                    id=item["id"],
-                    parent=parent,
-                    content=json.dumps(item, separators=(",", ":")),
-                )
-                parent = item["id"]
+                history.add_messages([LangchainPeer.message(item)])
 
-        opened.append(timed(open_and_append))
-        raw_ten.append(timed(raw_inserts))
-    ok &= ratio_line("open a session + 10 appends", statistics.median(opened), statistics.median(raw_ten), 1.5)
+        opened["langchain"].append(timed(peer_open))
+    return {"append": append, "open": {name: statistics.median(values) for name, values in opened.items()}}
 
-    # An existing session opened for the first time in a process (a new execution environment): one
-    # round trip that reads the stored prompt (and would read the blocks if none were stored), against
-    # the raw driver reading one row by its primary key.
+
+def reopen(users: Users, store: Any, raw: Pg8000Raw) -> None:
+    """An existing session opened for the first time in a process (a new execution environment).
+
+    One round trip reads the stored prompt (and would read the blocks if none were stored),
+    against the raw driver reading one row by its primary key.
+    """
+    open_ids = [users.create(f"reopen-{sample}") for sample in range(OPEN_SAMPLES)]
+    for sid in open_ids:
+        users.open(sid)
+    raw.append("raw-reopen", message("o0"), None)
     reopened, raw_read = [], []
     for sample in range(OPEN_SAMPLES):
         elsewhere = Users(store)  # another process's runtime: no session cached
 
-        def reopen(elsewhere: Users = elsewhere, sid: str = open_ids[sample]) -> None:
+        def again(elsewhere: Users = elsewhere, sid: str = open_ids[sample]) -> None:
             elsewhere.manager.get_session(sid).freeze_system_prompt()
 
-        reopened.append(timed(reopen))
-        raw_read.append(timed(lambda sample=sample: raw.run(RAW_READ_PG, sid=f"raw-open-{sample}", id=f"o{sample}-0")))
+        reopened.append(timed(again))
+        raw_read.append(timed(lambda: raw.read("raw-reopen", "o0")))
     info_line(
         "open an existing session (first time in a process)", statistics.median(reopened), statistics.median(raw_read)
     )
-    ok &= paging(users, "PostgreSQL")
-    raw.close()
+
+
+def postgres(url: str, commit: str) -> bool:
+    """Every side RUNS times with ``synchronous_commit`` = ``commit`` for the scratch database."""
+    database = urlsplit(url).path.lstrip("/")
+    with psycopg.connect(url, autocommit=True) as admin:
+        admin.execute(f'ALTER DATABASE "{database}" SET synchronous_commit = {commit}')  # new connections take it
+    store = PostgresStore(url)
+    users = Users(store)
+    sides = [Pg8000Raw(url), PsycopgRaw(url)]
+    langchain = LangchainPeer(url)
+    version = sides[0].connection.run("SHOW server_version")[0][0]
+    print(f"\nPostgreSQL {version}, synchronous_commit = {commit} ({RUNS} runs of {SAMPLES} interleaved appends)")
+    runs = [postgres_run(url, users, sides, langchain, f"{commit}{run}") for run in range(RUNS)]
+    ok = True
+    durable = commit == "on"
+    for label, key, target in (("append p50", "append", 1.3), ("open a session + 10 appends", "open", 1.5)):
+        for run, figures in enumerate(runs, start=1):
+            row = "  ".join(f"{name} {figures[key][name]:8.1f}" for name in NAMES)
+            print(f"  run {run} {label:<28} µs: {row}")
+        for name in ("raw pg8000", "raw psycopg"):
+            ratios = [figures[key]["threadloom"] / figures[key][name] for figures in runs]
+            met = statistics.median(ratios) <= target
+            ok &= met or not durable
+            verdict = f"(target <= {target}) {'ok' if met else 'MISSED'}" if durable else "(for information)"
+            print(f"  {label:<28} threadloom / {name:<12} {spread(ratios)}  {verdict}")
+        ratios = [figures[key]["threadloom"] / figures[key]["langchain"] for figures in runs]
+        met = max(ratios) < 1.0
+        ok &= met or not durable
+        verdict = f"(target < 1, every run) {'ok' if met else 'MISSED'}" if durable else "(for information)"
+        print(f"  {label:<28} threadloom / langchain    {spread(ratios)}  {verdict}")
+    if durable:
+        reopen(users, store, sides[0])
+        ok &= paging(users, "PostgreSQL")
+    for side in sides:
+        side.close()
+    langchain.close()
     store.close()
     return ok
 
 
 def paging(users: Users, backend: str) -> bool:
-    """Every page of a 10,000-message history through the API's use case vs one library read."""
+    """Every page of a 10,000-message history through the API's use case vs one library read, RUNS times."""
     from threadloom.api.use_cases.history import history
 
     session_id = users.create("history")
     seed = Session.create(users.runtime.store).for_session(session_id)  # no auto-compaction while seeding
     for start in range(0, HISTORY, 1_000):
         seed.append_messages([message(f"h{i}") for i in range(start, start + 1_000)])
-    one, pages = [], []
-    for _ in range(PAGING_SAMPLES):
-        one.append(timed(lambda: users.manager.get_history(session_id)))
+    ok = True
+    for run in range(1, RUNS + 1):
+        one, pages = [], []
+        for _ in range(PAGING_SAMPLES):
+            one.append(timed(lambda: users.manager.get_history(session_id)))
 
-        def all_pages() -> None:
-            cursor: str | None = None
-            count = 0
-            while True:
-                page = history(users.manager, session_id, users.runtime.limits, leaf_id=None, limit=PAGE, cursor=cursor)
-                count += len(page.messages)
-                cursor = page.next_cursor
-                if cursor is None:
-                    break
-            assert count == HISTORY, count
+            def all_pages() -> None:
+                cursor: str | None = None
+                count = 0
+                while True:
+                    page = history(
+                        users.manager, session_id, users.runtime.limits, leaf_id=None, limit=PAGE, cursor=cursor
+                    )
+                    count += len(page.messages)
+                    cursor = page.next_cursor
+                    if cursor is None:
+                        break
+                assert count == HISTORY, count
 
-        pages.append(timed(all_pages))
-    return ratio_line(
-        f"all {HISTORY // PAGE} pages of {HISTORY:,} vs one read ({backend})",
-        statistics.median(pages) / 1000,
-        statistics.median(one) / 1000,
-        2.0,
-        unit="ms",
-    )
+            pages.append(timed(all_pages))
+        ok &= ratio_line(
+            f"run {run}: all {HISTORY // PAGE} pages of {HISTORY:,} vs one read ({backend})",
+            statistics.median(pages) / 1000,
+            statistics.median(one) / 1000,
+            2.0,
+            unit="ms",
+        )
+    return ok
 
 
 def sqlite(folder: str, synchronous: str) -> bool:
@@ -278,8 +331,12 @@ def first_search_after_backlog(store: SqliteStore, session: Any) -> None:
 def main() -> int:
     ok = True
     url = os.environ.get("TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
+    for name, description in DESCRIPTIONS.items():
+        print(f"  {name:<12} {description}")
     with scratch_postgres(url) as scratch:
-        ok &= postgres(scratch)
+        create_raw_schema(scratch)
+        ok &= postgres(scratch, "on")
+        postgres(scratch, "off")
     print(f"\nSQLite {sqlite3.sqlite_version}, WAL (median of {SAMPLES} interleaved samples)")
     print(f"  {'':<52} {'threadloom':>10} {'raw sqlite3':>10}")
     with tempfile.TemporaryDirectory() as folder:

@@ -1,5 +1,8 @@
 """Compaction Lambda: SQS FIFO records, each a ``CompactionRequest``, handed to the compaction worker (contract D9).
 
+A request of kind ``reflection`` goes to the reflection worker instead (``threadloom.api.background``), and a
+compaction that stored an overlay queues a reflection when the profile's ``reflection.after_compaction`` is on.
+
 A failing record fails only the rest of its own message group (its session), which SQS redelivers, and after the
 queue's maxReceiveCount moves to the dead-letter queue; the other sessions of the batch proceed.
 """
@@ -18,6 +21,7 @@ from threadloom.correlation import MESSAGE_ATTRIBUTE
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
     from aws_lambda_powertools.utilities.typing import LambdaContext
+    from threadloom.api.background import BackgroundJobs
 
 __all__ = ["get_worker", "lambda_handler", "record_handler", "route_library_logs", "set_worker"]
 
@@ -52,7 +56,11 @@ def record_handler(record: SQSRecord) -> str:
     try:
         request = CompactionRequest.from_json(record.body)
         logger.append_keys(namespace=request.namespace, session_id=request.session_id)
+        if request.kind == "reflection":
+            return _reflect(request)
         outcome = get_worker().handle(request)
+        if outcome is CompactionOutcome.COMPACTED:
+            _runtime_jobs().reflect_after_compaction(request)
     except Exception as error:
         metrics.add_metric(name="CompactionsFailed", unit=MetricUnit.Count, value=1)
         logger.exception("Compaction request failed; SQS will redeliver it", error_type=type(error).__name__)
@@ -63,6 +71,24 @@ def record_handler(record: SQSRecord) -> str:
     )
     logger.info("Compaction request handled", outcome=outcome.value)
     return outcome.value
+
+
+def _runtime_jobs() -> BackgroundJobs:
+    from threadloom.api.runtime import get_runtime
+
+    return get_runtime().jobs
+
+
+def _reflect(request: CompactionRequest) -> str:
+    try:
+        outcome = _runtime_jobs().handle(request)
+    except Exception as error:
+        metrics.add_metric(name="ReflectionsFailed", unit=MetricUnit.Count, value=1)
+        logger.exception("Reflection request failed; SQS will redeliver it", error_type=type(error).__name__)
+        raise
+    metrics.add_metric(name="ReflectionsHandled", unit=MetricUnit.Count, value=1)
+    logger.info("Reflection request handled", outcome=outcome)
+    return outcome
 
 
 # No clear_state: it would also drop the logger-name key that route_library_logs adds to library log lines.

@@ -7,19 +7,17 @@ Keyed ids are derived with the database's secret (migration 0016); sessions open
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from threadloom import PostgresStore, SqliteStore
 from threadloom.clock import utc_now
 from threadloom.core.keys import legacy_keyed_session_id
 from threadloom.core.manager import SessionManager
-from threadloom.storage.migrations import apply_migrations, load_migrations
-from threadloom.storage.postgres.schema import apply_postgres_migrations, postgres_migrations
 from threadloom.storage.registry import SqlSessionRegistry
+
+from tests.support.schema_versions import store_before
 
 BEFORE_OWNERS = 15
 BEFORE_SECRET = 16
@@ -28,37 +26,13 @@ BEFORE_SECRET = 16
 @pytest.fixture
 def store_at_version_14(backend: str, tmp_path: Path) -> Iterator[Any]:
     """A store whose schema stops before block owners (migration 0015 not applied yet)."""
-    yield from _store_before(BEFORE_OWNERS, backend, tmp_path)
+    yield from store_before(BEFORE_OWNERS, backend, tmp_path)
 
 
 @pytest.fixture
 def store_at_version_15(backend: str, tmp_path: Path) -> Iterator[Any]:
     """A store whose schema stops before the keyed session secret (migration 0016 not applied yet)."""
-    yield from _store_before(BEFORE_SECRET, backend, tmp_path)
-
-
-def _store_before(version: int, backend: str, tmp_path: Path) -> Iterator[Any]:
-    if backend == "sqlite":
-        sqlite_store = SqliteStore(str(tmp_path / f"v{version}.db"))
-        older = [m for m in load_migrations(sqlite_store.migrations_package) if m.version < version]
-        apply_migrations(
-            sqlite_store.database,
-            older,
-            create_table_sql=sqlite_store.sql.create_migrations_table,
-            applied_at=utc_now(),
-        )
-        yield sqlite_store
-        sqlite_store.close()
-        return
-    from tests.support.postgres import create_database, drop_database, url_for
-
-    name = f"threadloom_test_v{version}_{os.getpid()}"
-    create_database(name)
-    postgres_store = PostgresStore(url_for(name))
-    apply_postgres_migrations(postgres_store.database, [m for m in postgres_migrations() if m.version < version])
-    yield postgres_store
-    postgres_store.close()
-    drop_database(name)
+    yield from store_before(BEFORE_SECRET, backend, tmp_path)
 
 
 def test_the_migration_gives_every_stored_block_its_owner_without_loss(store_at_version_14: Any) -> None:

@@ -107,6 +107,7 @@ def gateway_event(
     query: dict[str, str] | None = None,
     tenant: Any = TENANT,
     headers: dict[str, str] | None = None,
+    scopes: list[str] | None = None,
 ) -> dict[str, Any]:
     """An event exactly as an API Gateway HTTP API (payload 2.0, JWT authorizer) hands it to the function.
 
@@ -132,6 +133,7 @@ def gateway_event(
     else:
         claims["sub"] = tenant
     event["headers"].update({key.lower(): value for key, value in (headers or {}).items()})
+    event["requestContext"]["authorizer"]["jwt"]["scopes"] = scopes
     if raw_body is not None:
         try:
             event["body"], event["isBase64Encoded"] = raw_body.decode("utf-8"), False

@@ -31,6 +31,11 @@ THREADLOOM_TABLES = (
     "threadloom_search_entries",
     "threadloom_loaded_skills",
     "threadloom_compaction_requests",
+    "threadloom_shared_blocks",
+    "threadloom_block_versions",
+    "threadloom_reflection_marks",
+    "threadloom_reflection_runs",
+    "threadloom_reflection_proposals",
 )
 # Databases of this machine's runs share the prefix; the pid lets a later run drop a crashed run's leftovers.
 _HOST_TAG = hashlib.sha1(socket.gethostname().encode()).hexdigest()[:8]

@@ -31,6 +31,20 @@ class ConflictError(ThreadloomError):
     """A precondition failed: the leaf moved, or an idempotency key was reused with another body."""
 
 
+class StaleVersionError(ConflictError):
+    """A block replacement was based on a version that is no longer current: nothing was written.
+
+    ``current_version`` and ``current_content`` are the block as stored now, so a caller (or the
+    model, through the tool result) can re-read and decide again. Over HTTP (the client) only the
+    version is known: ``current_content`` is None there.
+    """
+
+    def __init__(self, message: str, *, current_version: int, current_content: str | None) -> None:
+        super().__init__(message)
+        self.current_version = current_version
+        self.current_content = current_content
+
+
 class CompactionAlreadyStoredError(ConflictError):
     """A fenced compaction found its request key already stored: another worker committed it first."""
 

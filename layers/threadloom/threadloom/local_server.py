@@ -56,6 +56,8 @@ HANDLER_LOCK = threading.Lock()
 inside the handler at once; Lambda runs one request per environment at a time anyway."""
 LOCAL_DROPPED_HEADERS = frozenset({"content-length", "connection", "transfer-encoding", "strict-transport-security"})
 """Handler headers aiohttp sets itself, and HSTS, which means nothing over the local server's plain HTTP."""
+IDLE_SWEEP_MINUTES = 1
+"""How often the local server queues reflections of idle sessions (when the profile sets reflection.idle_minutes)."""
 MCP_PATHS = frozenset({"/mcp", "/mcp/"})
 """The MCP endpoint (Streamable HTTP, ``threadloom.mcp.http``), as in ``functions/api/threadloom_api.py``."""
 WS_OUTBOX = 256
@@ -406,14 +408,35 @@ def configure(data_dir: Path, hub: LocalHub | None = None) -> None:
     )
 
 
+def profile_problem() -> str | None:
+    """The one line to exit with when the deployment profile cannot be used (file, key, problem), else None.
+
+    Checked before the port is bound: an invalid profile used to start the server and then fail every request.
+    """
+    from threadloom.api.profile import ProfileError
+    from threadloom.api.runtime import get_runtime
+
+    runtime = get_runtime()
+    try:
+        _ = runtime.profile
+        _ = runtime.limits
+    except ProfileError as error:
+        return f"threadloom: {error}"
+    return None
+
+
 async def serve(host: str, port: int, data_dir: Path, tenant: str, allowed_hosts: tuple[str, ...] = ()) -> int:
-    """Listen until SIGTERM/SIGINT; 1 (after one line on stderr) when the address cannot be bound."""
+    """Listen until SIGTERM/SIGINT; 1 (after one line on stderr) when the profile is invalid or the address taken."""
     from aiohttp import web
 
     from threadloom.live.hub import LocalHub
 
     hub = LocalHub()
     configure(data_dir, hub)
+    problem = profile_problem()
+    if problem is not None:
+        print(problem, file=sys.stderr, flush=True)
+        return 1
     import threadloom.api.routes.app  # noqa: F401 - fail now, not on the first request
 
     local = LocalServer(hub, tenant)
@@ -439,12 +462,29 @@ async def serve(host: str, port: int, data_dir: Path, tenant: str, allowed_hosts
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
+    sweeper = asyncio.create_task(sweep_idle_sessions(local))
     try:
         await stop.wait()
     finally:
+        sweeper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sweeper
         await runner.cleanup()
         local.close()
     return 0
+
+
+async def sweep_idle_sessions(local: LocalServer) -> None:
+    """Every minute, queue reflections of the sessions gone idle (``reflection.idle_minutes``; off by default)."""
+    from threadloom.api.runtime import get_runtime
+
+    loop = asyncio.get_running_loop()
+    while True:
+        await asyncio.sleep(IDLE_SWEEP_MINUTES * 60)
+        try:
+            await loop.run_in_executor(local.pool, get_runtime().jobs.sweep_idle, IDLE_SWEEP_MINUTES)
+        except Exception:
+            logger.exception("The idle-reflection sweep failed; the next one tries again")
 
 
 def main(argv: list[str] | None = None) -> None:

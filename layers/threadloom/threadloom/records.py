@@ -42,6 +42,12 @@ class AppendResult:
     token_estimate: int | None = field(default=None, compare=False)
 
 
+BlockScope = Literal["session", "subject", "tenant"]
+"""The owner of a writable block's row: the session, the session's subject (end user) or the tenant."""
+
+BLOCK_SCOPES: Final = ("session", "subject", "tenant")
+
+
 @dataclass(frozen=True, slots=True)
 class ContextBlock:
     """One context block as loaded from its provider."""
@@ -54,6 +60,54 @@ class ContextBlock:
     writable: bool
     is_skill: bool
     is_searchable: bool
+    scope: BlockScope = "session"
+    """Who shares the block: this session only, every session of the subject, or the whole tenant."""
+    version: int | None = None
+    """The stored version the content is (0: never written); None for a provider without versions."""
+
+
+ChangeSource = Literal["tool", "http", "import", "reflection", "operator", "library"]
+"""Who made a block change: a model tool call, an HTTP API call, an import, a reflection job, an operator
+(the CLI) or a program using the library directly."""
+
+
+@dataclass(frozen=True, slots=True)
+class BlockChange:
+    """The provenance of one block change, stored with the version it makes.
+
+    ``session_id`` and ``message_ids`` say where a change came from (a tool call in session S
+    after message M; the messages a reflection read); ``request_id`` the HTTP request.
+    """
+
+    source: ChangeSource
+    session_id: str | None = None
+    message_ids: tuple[str, ...] = ()
+    request_id: str | None = None
+    note: str | None = None
+
+
+DEFAULT_KEEP_VERSIONS: Final = 100
+"""Versions kept per block when the profile does not say."""
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryPolicy:
+    """How much history one block keeps: the last ``keep_versions``, and with ``keep_days`` only
+    those younger than that many days too (both bound it). The current version is always kept."""
+
+    keep_versions: int = DEFAULT_KEEP_VERSIONS
+    keep_days: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BlockVersion:
+    """One stored version of a writable block: its content, size, when and who (``change``)."""
+
+    version: int
+    content: str
+    size_bytes: int
+    created_at: str
+    change: BlockChange
 
 
 @dataclass(frozen=True, slots=True)

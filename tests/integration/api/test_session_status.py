@@ -99,6 +99,7 @@ def test_a_request_is_followed_from_queued_through_running_to_done(
         "tokenThreshold": 100_000,
         "compaction": None,
         "idleReason": None,
+        "staleBlocks": [],
     }
 
     status, accepted = call("POST", f"/sessions/{sid}/compact")

@@ -27,6 +27,7 @@ BODIES: dict[str, Any] = {
     "renameSession": {"name": "hijacked"},
     "compactSession": {},
     "writeContextBlock": {"content": "overwritten"},
+    "revertContextBlock": {"version": 1},
     "forkSession": {"atMessageId": "m2", "name": "stolen"},
     "appendMessages": {"message": text("intruder", "user", "hi"), "parentId": "m2"},
     "updateMessage": {"message": text("m2", "user", "rewritten")},
@@ -102,6 +103,7 @@ def snapshot() -> list[Any]:
         f"/sessions/{A_SESSION}",
         f"/sessions/{A_SESSION}/history",
         f"/sessions/{A_SESSION}/context",
+        f"/sessions/{A_SESSION}/context/memory/history",
         f"/sessions/{A_SESSION}/compactions",
         f"/sessions/{A_SESSION}/messages/m2",
         "/sessions",
@@ -135,6 +137,7 @@ def aimed_at_a(path: str, compaction_id: str) -> str:
         .replace("{label}", "memory")
         .replace("{toolName}", "set_context")
         .replace("{compactionId}", compaction_id)
+        .replace("{version}", "1")
     )
 
 

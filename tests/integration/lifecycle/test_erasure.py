@@ -14,7 +14,8 @@ EMPTY_DIGEST = "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7
 
 
 def expected_counts(store: Any, session_ids: list[str]) -> dict[str, int]:
-    counts = dict.fromkeys(("sessions", "messages", "compactions", "context_blocks", "prompts", "loaded_skills"), 0)
+    kinds = ("sessions", "messages", "compactions", "context_blocks", "prompts", "loaded_skills")
+    counts = dict.fromkeys((*kinds, "subject_blocks", "block_versions"), 0)
     for sid in session_ids:
         snapshot = store.lifecycle().read_session(NS, sid)
         counts["sessions"] += 1
@@ -24,6 +25,8 @@ def expected_counts(store: Any, session_ids: list[str]) -> dict[str, int]:
         counts["prompts"] += len(prompts)
         counts["context_blocks"] += len(snapshot.blocks) - len(prompts)
         counts["loaded_skills"] += len(snapshot.loaded_skills)
+        versions = "SELECT COUNT(*) FROM threadloom_block_versions WHERE scope = 'session' AND owner_id = :sid"
+        counts["block_versions"] += int(store.database.query_once(versions, {"sid": sid})[0][0])
     return counts
 
 

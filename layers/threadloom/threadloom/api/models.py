@@ -15,6 +15,7 @@ from pydantic.alias_generators import to_camel
 
 from threadloom.limits import HARD_LIMITS, ID_ALPHABET
 from threadloom.records import (  # noqa: TC001
+    BlockVersion,
     CompactionState,
     ContextBlock,
     SearchResult,
@@ -409,6 +410,11 @@ class SessionStatusOut(ApiModel):
     token_threshold: int | None
     compaction: CompactionRequestOut | None
     idle_reason: IdleReasonOut | None = None
+    stale_blocks: list[str] = Field(
+        default_factory=list,
+        description="Shared (subject or tenant) blocks changed since the frozen prompt was rendered; "
+        "refresh the system prompt to show them",
+    )
 
 
 # ----------------------------------------------------------------- context
@@ -423,6 +429,12 @@ class ContextBlockOut(ApiModel):
     writable: bool
     is_skill: bool
     is_searchable: bool
+    scope: Literal["session", "subject", "tenant"] = Field(
+        default="session", description="Who shares the block: this session, its subject's sessions, or the tenant's"
+    )
+    version: int | None = Field(
+        default=None, description="The stored version (0: never written); send it as basedOnVersion to replace"
+    )
 
     @classmethod
     def of(cls, block: ContextBlock) -> ContextBlockOut:
@@ -435,6 +447,8 @@ class ContextBlockOut(ApiModel):
             writable=block.writable,
             is_skill=block.is_skill,
             is_searchable=block.is_searchable,
+            scope=block.scope,
+            version=block.version,
         )
 
 
@@ -443,10 +457,69 @@ class ContextBlockList(ApiModel):
 
 
 class ContextWrite(ApiModel):
-    """Replace the block's content, or append to it (``mode: append``)."""
+    """Replace the block's content, or append to it (``mode: append``).
+
+    A replacement with ``basedOnVersion`` is refused (409 ``stale_version``, with the current
+    version) when the block changed since that version; an append is merged with what is stored.
+    """
 
     content: str
     mode: Literal["replace", "append"] = "replace"
+    based_on_version: Annotated[int, Field(ge=0, le=2**31 - 1)] | None = None
+
+
+class ContextRevert(ApiModel):
+    """Make ``version``'s content current again (a new version); ``basedOnVersion`` as for a write."""
+
+    version: Annotated[int, Field(ge=1, le=2**31 - 1)]
+    based_on_version: Annotated[int, Field(ge=0, le=2**31 - 1)] | None = None
+
+
+class BlockChangeOut(ApiModel):
+    """Who made a change: ``tool`` (a model tool call in ``sessionId`` after ``messageIds``), ``http``
+    (``requestId``), ``import``, ``reflection`` (``messageIds``: what it read), ``operator`` or ``library``."""
+
+    source: Literal["tool", "http", "import", "reflection", "operator", "library"]
+    session_id: str | None = None
+    message_ids: list[str] = Field(default_factory=list)
+    request_id: str | None = None
+    note: str | None = None
+
+
+class BlockVersionOut(ApiModel):
+    """One stored version of a writable block."""
+
+    label: str
+    version: int
+    content: str
+    size_bytes: int
+    created_at: str
+    change: BlockChangeOut
+
+    @classmethod
+    def of(cls, label: str, version: BlockVersion) -> BlockVersionOut:
+        change = version.change
+        return cls(
+            label=label,
+            version=version.version,
+            content=version.content,
+            size_bytes=version.size_bytes,
+            created_at=version.created_at,
+            change=BlockChangeOut(
+                source=change.source,
+                session_id=change.session_id,
+                message_ids=list(change.message_ids),
+                request_id=change.request_id,
+                note=change.note,
+            ),
+        )
+
+
+class BlockHistoryPage(ApiModel):
+    """Versions newest first, cut at ``limit`` or the byte budget; ``nextCursor`` continues with older ones."""
+
+    versions: list[BlockVersionOut]
+    next_cursor: str | None = None
 
 
 class SystemPromptOut(ApiModel):
@@ -505,12 +578,57 @@ class HealthOut(ApiModel):
 class ErrorBody(ApiModel):
     code: str
     message: str
+    current_version: int | None = Field(
+        default=None, description="With code stale_version: the block's version now (re-read it, then retry)"
+    )
 
 
 class ErrorOut(ApiModel):
     """The error envelope of every 4xx/5xx answer."""
 
     error: ErrorBody
+
+
+class ReflectIn(ApiModel):
+    """Reflect the conversation up to ``leafId`` (default: the latest leaf)."""
+
+    leaf_id: Id | None = None
+
+
+class ProposalOut(ApiModel):
+    """An edit a reflection proposed to a memory block, with the messages it comes from and where it stands.
+
+    ``status``: ``pending`` (waits for approval), ``applying`` (being written), ``applied``, ``rejected``
+    or ``failed`` (the write was refused; ``error`` says why). ``operation`` ``append`` adds ``content`` as a line;
+    ``replace`` replaces the block with ``content`` if it is still at ``basedOnVersion``.
+    """
+
+    id: str
+    label: str
+    operation: Literal["append", "replace"]
+    content: str
+    source_message_ids: list[str]
+    based_on_version: str | None
+    status: Literal["pending", "applying", "applied", "rejected", "failed"]
+    error: str | None
+    applied_version: str | None
+    created_at: str
+    decided_at: str | None
+
+
+class ReflectOut(ApiModel):
+    """What ``POST /reflect`` did: ``queued`` (202, a worker reflects later) or, run now, the worker's outcome."""
+
+    status: Literal["queued", "proposed", "nothing_found", "nothing_new", "duplicate", "skipped_stale"]
+    leaf_id: str | None = None
+    proposals: list[ProposalOut] | None = None
+
+
+class ProposalList(ApiModel):
+    """One page of a session's proposals, oldest first."""
+
+    proposals: list[ProposalOut]
+    next_cursor: str | None = None
 
 
 def build_all() -> int:
@@ -529,7 +647,10 @@ __all__ = [
     "build_all",
     "AppendIn",
     "AppendOut",
+    "BlockChangeOut",
+    "BlockHistoryPage",
     "BlockUsage",
+    "BlockVersionOut",
     "BranchOut",
     "BranchPointList",
     "BranchPointOut",
@@ -539,6 +660,7 @@ __all__ = [
     "CompactionOut",
     "ContextBlockList",
     "ContextBlockOut",
+    "ContextRevert",
     "ContextWindowOut",
     "ContextWrite",
     "Deleted",
@@ -553,6 +675,10 @@ __all__ = [
     "MessageOut",
     "MessageUpdate",
     "MessagesDeleted",
+    "ProposalList",
+    "ProposalOut",
+    "ReflectIn",
+    "ReflectOut",
     "SearchHit",
     "SearchOut",
     "SessionCreate",

@@ -18,6 +18,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from threadloom.errors import ValidationError
 from threadloom.limits import DEFAULT_LIMITS, HARD_LIMITS, Limits
+from threadloom.records import DEFAULT_KEEP_VERSIONS
 
 DEFAULT_PROFILE_PATH = Path(__file__).parent / "profiles" / "default.yaml"
 
@@ -41,10 +42,24 @@ class StaticBlock(_Block):
 
 
 class WritableBlock(_Block):
-    """A per-session block auto-wired to the store, which the model edits with ``set_context``."""
+    """A block auto-wired to the store, which the model edits with ``set_context``.
+
+    ``scope`` says who shares it: the session (the default), every session of the session's
+    subject (the end user: the JWT ``sub`` or the ``subjectId`` it was created with), or every
+    session of the tenant.
+    """
 
     kind: Literal["writable"]
     max_tokens: Annotated[int, Field(gt=0)] | None = None
+    scope: Literal["session", "subject", "tenant"] = "session"
+
+
+class BlockHistorySpec(_Strict):
+    """How much history each writable block keeps: the last ``keep_versions`` changes, and with
+    ``keep_days`` only those younger than that (both bound it); the current version always stays."""
+
+    keep_versions: Annotated[int, Field(gt=0, le=100000)] = DEFAULT_KEEP_VERSIONS
+    keep_days: Annotated[int, Field(gt=0, le=36500)] | None = None
 
 
 class SkillsBlock(_Block):
@@ -107,6 +122,22 @@ class RetentionSpec(_Strict):
     inactive_days: Annotated[int, Field(gt=0)] | None = None
 
 
+class ReflectionSpec(_Strict):
+    """Reflection (docs/reflection.md): memory extracted off the request path into the writable block ``block``.
+
+    ``approval: required`` keeps every edit ``pending`` until approved over HTTP; ``none`` applies them at once.
+    ``extractor`` is the summarizer configuration: ``offline`` (fixed patterns, never invents) or ``bedrock``.
+    """
+
+    enabled: bool = False
+    block: Annotated[str, Field(pattern=_LABEL)] = "memory"
+    approval: Literal["none", "required"] = "none"
+    extractor: SummarizerSpec = SummarizerSpec()
+    after_compaction: bool = True
+    idle_minutes: Annotated[int, Field(gt=0)] | None = None
+    max_messages: Annotated[int, Field(gt=0, le=1000)] = 200
+
+
 def _limit_field(name: str) -> Any:
     """A profile field for one entry of the limits table: positive, at most its hard ceiling."""
     default = getattr(DEFAULT_LIMITS, name)
@@ -163,6 +194,21 @@ class Profile(_Strict):
     searchable_history: Annotated[str, Field(pattern=_LABEL)] | None = None
     limits: LimitsSpec = LimitsSpec()
     retention: RetentionSpec = RetentionSpec()
+    block_history: BlockHistorySpec = BlockHistorySpec()
+    reflection: ReflectionSpec = ReflectionSpec()
+
+    @property
+    def has_subject_blocks(self) -> bool:
+        """Whether a block is shared by a subject's sessions (so who may name a subject matters)."""
+        return any(block.kind == "writable" and block.scope == "subject" for block in self.blocks)
+
+    @model_validator(mode="after")
+    def _reflection_block_is_writable(self) -> Profile:
+        if self.reflection.enabled:
+            label = self.reflection.block
+            if not any(block.label == label and block.kind == "writable" for block in self.blocks):
+                raise ValueError(f"reflection.block {label!r} is not a writable block of this profile")
+        return self
 
     @model_validator(mode="after")
     def _unique_labels(self) -> Profile:
@@ -175,15 +221,32 @@ class Profile(_Strict):
         return self
 
 
+class ProfileError(ValidationError):
+    """A deployment profile that cannot be used; ``str()`` is one line naming the file, the key and the problem.
+
+    Raised at start (``threadloom serve`` prints it and exits, a Lambda logs it once at init), so an invalid
+    profile never reaches a request.
+    """
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _problem(error: Any) -> str:
+    """One Pydantic error as ``key: problem``; an unknown key says so in those words."""
+    key = ".".join(str(part) for part in error["loc"]) or "<root>"
+    message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
+    return f"{key}: {_one_line(str(message))}"
+
+
 def parse_profile(data: Any, *, source: str = "profile") -> Profile:
-    """Validate an already parsed document; errors name every bad field (``ValidationError``)."""
+    """Validate an already parsed document; errors name every bad field (``ProfileError``)."""
     try:
         return Profile.model_validate(data)
     except PydanticValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(part) for part in error['loc']) or '<root>'}: {error['msg']}" for error in exc.errors()
-        )
-        raise ValidationError(f"Invalid deployment profile {source}: {problems}") from exc
+        problems = "; ".join(_problem(error) for error in exc.errors())
+        raise ProfileError(f"Invalid deployment profile {source}: {problems}") from exc
 
 
 def load_profile(path: str | Path | None = None) -> Profile:
@@ -192,21 +255,24 @@ def load_profile(path: str | Path | None = None) -> Profile:
     try:
         text = target.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ValidationError(f"Cannot read deployment profile {target}: {exc}") from exc
+        raise ProfileError(f"Cannot read deployment profile {target}: {_one_line(str(exc))}") from exc
     try:
         data = json.loads(text) if target.suffix == ".json" else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as exc:
-        raise ValidationError(f"Deployment profile {target} is not valid JSON/YAML: {exc}") from exc
+        raise ProfileError(f"Invalid deployment profile {target}: not valid JSON/YAML: {_one_line(str(exc))}") from exc
     return parse_profile(data, source=str(target))
 
 
 __all__ = [
     "DEFAULT_PROFILE_PATH",
+    "BlockHistorySpec",
     "BlockSpec",
     "CompactionSpec",
     "LimitsSpec",
     "Profile",
+    "ProfileError",
     "PromptCacheSpec",
+    "ReflectionSpec",
     "RetentionSpec",
     "SearchBlock",
     "SkillsBlock",

@@ -23,10 +23,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from threadloom.core.manager import SessionManager
 from threadloom.errors import ValidationError
+from threadloom.records import HistoryPolicy
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
+    from threadloom.api.background import BackgroundJobs
     from threadloom.api.profile import Profile
     from threadloom.compaction.function import CompactFunction
     from threadloom.compaction.queue import CompactionQueue, CompactionRequest
@@ -69,6 +71,9 @@ class Settings:
     export_bucket: str | None = None
     export_inline_bytes: int = 5 * 1024 * 1024
     admin_scope: str = "threadloom/admin"
+    #: The scope a service token needs to create a session for another user (``subjectId``) when
+    #: the profile has subject blocks: that user's shared memory is then what the session reads.
+    act_for_users_scope: str = "threadloom/act-for-users"
     subject_claim: str = "sub"
     #: False in the deployed profile: the migrations custom resource migrates at deploy time, requests never do.
     db_migrate: bool = True
@@ -136,6 +141,7 @@ class Settings:
             export_bucket=get("THREADLOOM_EXPORT_BUCKET"),
             export_inline_bytes=_positive_int(get("THREADLOOM_EXPORT_INLINE_BYTES"), 5 * 1024 * 1024),
             admin_scope=get("THREADLOOM_ADMIN_SCOPE") or "threadloom/admin",
+            act_for_users_scope=get("THREADLOOM_ACT_FOR_USERS_SCOPE") or "threadloom/act-for-users",
             subject_claim=get("THREADLOOM_SUBJECT_CLAIM") or "sub",
             db_migrate=migrate_text == "true",
             local_tenant=get("THREADLOOM_LOCAL_TENANT") if sam_local else None,
@@ -204,6 +210,7 @@ class Runtime:
         self._compact_fn: CompactFunction | None = None
         self._lock = threading.RLock()
         self._limits: Limits | None = None
+        self._jobs: BackgroundJobs | None = None
 
     # ------------------------------------------------------------ components
 
@@ -302,12 +309,20 @@ class Runtime:
 
         return NullPublisher()
 
-    def _compaction_handler(self) -> Callable[[CompactionRequest], None]:
-        """The worker's handler when the worker module exists, else a direct fenced compaction."""
+    @property
+    def jobs(self) -> BackgroundJobs:
+        """What the queue's worker runs per request kind: compactions and reflections (``api/background.py``)."""
+        with self._lock:
+            if self._jobs is None:
+                from threadloom.api.background import BackgroundJobs
+
+                self._jobs = BackgroundJobs(self)
+            return self._jobs
+
+    def _compaction_handler(self) -> Callable[[CompactionRequest], object]:
+        """The background jobs' handler when the worker module exists, else a direct fenced compaction."""
         if importlib.util.find_spec("threadloom.core.compaction_worker") is not None:
-            worker_module = importlib.import_module("threadloom.core.compaction_worker")
-            worker = worker_module.CompactionWorker(self.manager)
-            return worker.handle  # type: ignore[no-any-return]
+            return self.jobs.handle
 
         def handle(request: CompactionRequest) -> None:
             manager = self.manager(request.namespace)
@@ -368,7 +383,12 @@ class Runtime:
             elif block.kind == "search":
                 provider = store.search_provider(scope=tenant, max_entries=self.limits.max_entries_per_tenant)
             max_tokens = block.max_tokens if block.kind == "writable" else None
-            manager.with_context(block.label, description=block.description, max_tokens=max_tokens, provider=provider)
+            scope = block.scope if block.kind == "writable" else "session"
+            manager.with_context(
+                block.label, description=block.description, max_tokens=max_tokens, provider=provider, scope=scope
+            )
+        history = profile.block_history
+        manager.with_block_history(HistoryPolicy(keep_versions=history.keep_versions, keep_days=history.keep_days))
         cache = profile.prompt_cache
         if cache.enabled:
             if cache.backend == "dynamodb":

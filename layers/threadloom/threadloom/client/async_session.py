@@ -16,7 +16,15 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from threadloom.client.transport import AsyncTransport
-    from threadloom.records import AppendResult, CompactResult, ContextBlock, Message, SearchResult, StoredCompaction
+    from threadloom.records import (
+        AppendResult,
+        BlockVersion,
+        CompactResult,
+        ContextBlock,
+        Message,
+        SearchResult,
+        StoredCompaction,
+    )
 
 
 class AsyncRemoteSession:
@@ -83,11 +91,29 @@ class AsyncRemoteSession:
     async def get_context_blocks(self) -> list[ContextBlock]:
         return await self._http.run(ops.get_context_blocks(self.session_id))
 
-    async def replace_context_block(self, label: str, content: str) -> ContextBlock:
-        return await self._http.run(ops.write_context_block(self.session_id, label, content, "replace"))
+    async def replace_context_block(
+        self, label: str, content: str, *, based_on_version: int | None = None
+    ) -> ContextBlock:
+        """Replace a block; with ``based_on_version``, ``StaleVersionError`` when it changed since (409)."""
+        return await self._http.run(
+            ops.write_context_block(self.session_id, label, content, "replace", based_on_version)
+        )
 
     async def append_context_block(self, label: str, content: str) -> ContextBlock:
         return await self._http.run(ops.write_context_block(self.session_id, label, content, "append"))
+
+    async def context_history(
+        self, label: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> tuple[list[BlockVersion], str | None]:
+        """A page of the block's versions (newest first) and the cursor of the next page (None: the end)."""
+        return await self._http.run(ops.context_history(self.session_id, label, limit, cursor))
+
+    async def context_version(self, label: str, version: int) -> BlockVersion:
+        return await self._http.run(ops.context_version(self.session_id, label, version))
+
+    async def revert_context(self, label: str, version: int, *, based_on_version: int | None = None) -> ContextBlock:
+        """Make an old version current again (a new version)."""
+        return await self._http.run(ops.revert_context(self.session_id, label, version, based_on_version))
 
     async def freeze_system_prompt(self) -> str:
         return await self._http.run(ops.freeze_system_prompt(self.session_id))

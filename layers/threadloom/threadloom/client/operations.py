@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     import httpx
 
-    from threadloom.records import ContextBlock, Message, SearchResult, SessionInfo, StoredCompaction
+    from threadloom.records import BlockVersion, ContextBlock, Message, SearchResult, SessionInfo, StoredCompaction
 
 T = TypeVar("T")
 
@@ -303,11 +303,36 @@ def get_context_blocks(session_id: str) -> Op[list[ContextBlock]]:
     return [wire.context_block(block) for block in (yield Call("GET", _route(session_id, "context")))["blocks"]]
 
 
-def write_context_block(session_id: str, label: str, content: str, mode: str) -> Op[ContextBlock]:
-    # An append retried after a lost answer would append twice: only retried when the server surely did not run it.
-    body = {"content": content, "mode": mode}
-    call = Call("PUT", _route(session_id, "context", label), body=body, idempotent=mode != "append")
+def write_context_block(
+    session_id: str, label: str, content: str, mode: str, based_on_version: int | None = None
+) -> Op[ContextBlock]:
+    # An append retried after a lost answer would append twice, and a replacement based on a version would be
+    # refused as stale by its own first write: only retried when the server surely did not run it.
+    body: dict[str, Any] = {"content": content, "mode": mode}
+    if based_on_version is not None:
+        body["basedOnVersion"] = based_on_version
+    idempotent = mode != "append" and based_on_version is None
+    call = Call("PUT", _route(session_id, "context", label), body=body, idempotent=idempotent)
     return wire.context_block((yield call))
+
+
+def context_history(
+    session_id: str, label: str, limit: int | None = None, cursor: str | None = None
+) -> Op[tuple[list[BlockVersion], str | None]]:
+    params = {"limit": limit, "cursor": cursor}
+    page = yield Call("GET", _route(session_id, "context", label, "history"), params=params)
+    return [wire.block_version(item) for item in page["versions"]], page.get("nextCursor")
+
+
+def context_version(session_id: str, label: str, version: int) -> Op[BlockVersion]:
+    return wire.block_version((yield Call("GET", _route(session_id, "context", label, "history", str(version)))))
+
+
+def revert_context(session_id: str, label: str, version: int, based_on_version: int | None = None) -> Op[ContextBlock]:
+    body: dict[str, Any] = {"version": version}
+    if based_on_version is not None:
+        body["basedOnVersion"] = based_on_version
+    return wire.context_block((yield Call("POST", _route(session_id, "context", label, "revert"), body=body)))
 
 
 def freeze_system_prompt(session_id: str) -> Op[str]:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from threadloom.client.transport import Transport
-    from threadloom.records import ContextBlock, Message, SearchResult, StoredCompaction
+    from threadloom.records import BlockVersion, ContextBlock, Message, SearchResult, StoredCompaction
 
 
 class RemoteSession:
@@ -88,11 +88,25 @@ class RemoteSession:
     def get_context_blocks(self) -> list[ContextBlock]:
         return self._http.run(ops.get_context_blocks(self.session_id))
 
-    def replace_context_block(self, label: str, content: str) -> ContextBlock:
-        return self._http.run(ops.write_context_block(self.session_id, label, content, "replace"))
+    def replace_context_block(self, label: str, content: str, *, based_on_version: int | None = None) -> ContextBlock:
+        """Replace a block; with ``based_on_version``, ``StaleVersionError`` when it changed since (409)."""
+        return self._http.run(ops.write_context_block(self.session_id, label, content, "replace", based_on_version))
 
     def append_context_block(self, label: str, content: str) -> ContextBlock:
         return self._http.run(ops.write_context_block(self.session_id, label, content, "append"))
+
+    def context_history(
+        self, label: str, *, limit: int | None = None, cursor: str | None = None
+    ) -> tuple[list[BlockVersion], str | None]:
+        """A page of the block's versions (newest first) and the cursor of the next page (None: the end)."""
+        return self._http.run(ops.context_history(self.session_id, label, limit, cursor))
+
+    def context_version(self, label: str, version: int) -> BlockVersion:
+        return self._http.run(ops.context_version(self.session_id, label, version))
+
+    def revert_context(self, label: str, version: int, *, based_on_version: int | None = None) -> ContextBlock:
+        """Make an old version current again (a new version)."""
+        return self._http.run(ops.revert_context(self.session_id, label, version, based_on_version))
 
     def freeze_system_prompt(self) -> str:
         return self._http.run(ops.freeze_system_prompt(self.session_id))

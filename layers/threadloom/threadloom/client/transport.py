@@ -3,6 +3,8 @@
 Kept apart from the operations (:mod:`threadloom.client.operations`) so retry and error rules
 live in one place; :class:`Transport` (httpx ``Client``) and :class:`AsyncTransport` (httpx
 ``AsyncClient``) share them and differ only in how they wait for the network.
+
+Over 400 lines because both transports and every retry and error rule they share are kept together here.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from threadloom.errors import (
     ReadOnlyBlockError,
     SessionBusyError,
     SkillStoreError,
+    StaleVersionError,
     StorageError,
     StorageTimeoutError,
     StorageUnavailableError,
@@ -69,6 +72,7 @@ ERROR_CODES: Final[dict[str, type[ThreadloomError]]] = {
     "idempotency_in_progress": ConflictError,
     "read_only_block": ReadOnlyBlockError,
     "block_limit_exceeded": BlockLimitError,
+    "stale_version": StaleVersionError,
     "quota_exceeded": QuotaExceededError,
     "compaction_failed": CompactionError,
     "session_busy": SessionBusyError,
@@ -156,6 +160,9 @@ def error_for(response: httpx.Response) -> ThreadloomError:
     kind = ERROR_CODES.get(code) or ERROR_STATUSES.get(response.status_code)
     if kind is None:
         return HttpError(response.status_code, code or "http_error", message)
+    if kind is StaleVersionError:  # the envelope names the block's version now
+        version = (response.json().get("error") or {}).get("currentVersion")
+        return StaleVersionError(message, current_version=int(version or 0), current_content=None)
     return kind(message)
 
 

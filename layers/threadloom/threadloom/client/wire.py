@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from threadloom.records import ContextBlock, SearchResult, SessionInfo, StoredCompaction
+from threadloom.records import BlockChange, BlockVersion, ContextBlock, SearchResult, SessionInfo, StoredCompaction
 
 
 def session_info(body: dict[str, Any]) -> SessionInfo:
@@ -55,7 +55,26 @@ def context_block(body: dict[str, Any]) -> ContextBlock:
         writable=bool(body["writable"]),
         is_skill=bool(body["isSkill"]),
         is_searchable=bool(body["isSearchable"]),
+        scope=body.get("scope", "session"),
+        version=body.get("version"),
     )
 
 
-__all__ = ["context_block", "search_result", "session_info", "stored_compaction"]
+def block_version(body: dict[str, Any]) -> BlockVersion:
+    change = body["change"]
+    return BlockVersion(
+        version=int(body["version"]),
+        content=body["content"],
+        size_bytes=int(body["sizeBytes"]),
+        created_at=body["createdAt"],
+        change=BlockChange(
+            source=change["source"],
+            session_id=change.get("sessionId"),
+            message_ids=tuple(change.get("messageIds") or ()),
+            request_id=change.get("requestId"),
+            note=change.get("note"),
+        ),
+    )
+
+
+__all__ = ["block_version", "context_block", "search_result", "session_info", "stored_compaction"]

@@ -15,7 +15,7 @@ import queue
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, runtime_checkable
 
 from threadloom.errors import CompactionError, ValidationError
 
@@ -24,6 +24,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+MessageKind = Literal["compaction", "reflection"]
+MESSAGE_KINDS: Final[tuple[MessageKind, ...]] = ("compaction", "reflection")
+"""What a queued request asks for: a compaction, or a reflection (``threadloom.reflection``), which rides the same
+queue so it runs off the request path, in order with the session's compactions (one FIFO group per session)."""
+
 
 @dataclass(frozen=True, slots=True)
 class CompactionRequest:
@@ -31,6 +36,7 @@ class CompactionRequest:
 
     ``requested_at`` is an ISO-8601 timestamp; ``create`` stamps the current UTC time. Construction validates the
     fields and raises ``ValidationError``, so a request read back with ``from_json`` is as sound as one built here.
+    ``kind`` is ``compaction`` unless the request asks for a reflection of the session up to ``leaf_id``.
 
     Examples
     --------
@@ -43,6 +49,7 @@ class CompactionRequest:
     session_id: str
     leaf_id: str | None
     requested_at: str
+    kind: MessageKind = "compaction"
 
     def __post_init__(self) -> None:
         for name in ("namespace", "session_id", "requested_at"):
@@ -50,6 +57,8 @@ class CompactionRequest:
                 raise ValidationError(f"Compaction request field {name!r} must be a string")
         if self.leaf_id is not None and (not isinstance(self.leaf_id, str) or not self.leaf_id):
             raise ValidationError("Compaction request field 'leaf_id' must be a non-empty string or null")
+        if self.kind not in MESSAGE_KINDS:
+            raise ValidationError(f"Queued request kind must be one of {', '.join(MESSAGE_KINDS)}, not {self.kind!r}")
         try:
             datetime.fromisoformat(self.requested_at)
         except ValueError as exc:
@@ -58,24 +67,29 @@ class CompactionRequest:
             ) from exc
 
     @classmethod
-    def create(cls, namespace: str, session_id: str, leaf_id: str | None = None) -> CompactionRequest:
+    def create(
+        cls, namespace: str, session_id: str, leaf_id: str | None = None, *, kind: MessageKind = "compaction"
+    ) -> CompactionRequest:
         """A request stamped with the current UTC time (millisecond precision, ``Z`` suffix)."""
         now = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        return cls(namespace=namespace, session_id=session_id, leaf_id=leaf_id, requested_at=now)
+        return cls(namespace=namespace, session_id=session_id, leaf_id=leaf_id, requested_at=now, kind=kind)
 
     @property
-    def dedup_key(self) -> tuple[str, str, str | None]:
-        """What makes two requests the same request: ``(namespace, session_id, leaf_id)``."""
-        return (self.namespace, self.session_id, self.leaf_id)
+    def dedup_key(self) -> tuple[str | None, ...]:
+        """What makes two requests the same request: ``(namespace, session_id, leaf_id)``, then the kind if not
+        a compaction (so a compaction's keys are what they always were, and a reflection never collides with one)."""
+        key: tuple[str | None, ...] = (self.namespace, self.session_id, self.leaf_id)
+        return key if self.kind == "compaction" else (*key, self.kind)
 
     def to_json(self) -> str:
-        """Compact JSON with the snake_case field names (the SQS message body)."""
+        """Compact JSON with the snake_case field names (the SQS message body); ``kind`` only when not compaction."""
         return json.dumps(
             {
                 "namespace": self.namespace,
                 "session_id": self.session_id,
                 "leaf_id": self.leaf_id,
                 "requested_at": self.requested_at,
+                **({"kind": self.kind} if self.kind != "compaction" else {}),
             },
             separators=(",", ":"),
             ensure_ascii=False,
@@ -101,6 +115,7 @@ class CompactionRequest:
             session_id=payload["session_id"],
             leaf_id=payload.get("leaf_id"),
             requested_at=payload["requested_at"],
+            kind=payload.get("kind", "compaction"),
         )
 
 
@@ -145,17 +160,17 @@ class InProcessCompactionQueue:
     True
     """
 
-    def __init__(self, handler: Callable[[CompactionRequest], None] | None = None) -> None:
+    def __init__(self, handler: Callable[[CompactionRequest], object] | None = None) -> None:
         self._handler = handler
         self._queue: queue.Queue[CompactionRequest | None] = queue.Queue()
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
-        self._pending: set[tuple[str, str, str | None]] = set()
+        self._pending: set[tuple[str | None, ...]] = set()
         self._unfinished = 0
         self._closed = False
         self._worker: threading.Thread | None = None
 
-    def set_handler(self, handler: Callable[[CompactionRequest], None] | None) -> None:
+    def set_handler(self, handler: Callable[[CompactionRequest], object] | None) -> None:
         """Install (or replace) the function that compacts one request; starts the worker if requests wait."""
         with self._lock:
             self._handler = handler
@@ -169,7 +184,7 @@ class InProcessCompactionQueue:
                 raise CompactionError("Compaction queue is closed")
             key = request.dedup_key
             if key in self._pending:
-                logger.debug("Compaction already pending for session %r in namespace %r", key[1], key[0])
+                logger.debug("Request already pending for session %r in namespace %r", key[1], key[0])
                 return
             self._pending.add(key)
             self._unfinished += 1
@@ -234,7 +249,9 @@ class InProcessCompactionQueue:
 
 
 __all__ = [
+    "MESSAGE_KINDS",
     "CompactionQueue",
     "CompactionRequest",
     "InProcessCompactionQueue",
+    "MessageKind",
 ]

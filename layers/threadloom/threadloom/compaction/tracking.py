@@ -49,6 +49,9 @@ class TrackedCompactionQueue:
         self._requests_for = requests_for
 
     def enqueue(self, request: CompactionRequest) -> None:
+        if request.kind != "compaction":  # a reflection keeps its own records (threadloom.reflection)
+            self.inner.enqueue(request)
+            return
         self.submit(request)
 
     def submit(self, request: CompactionRequest) -> TrackedCompaction:

@@ -14,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Final, TypeAlias, cast
 
-from threadloom.core.prompt import render_prompt
-from threadloom.errors import BlockLimitError, NotFoundError, ReadOnlyBlockError, ValidationError
+from threadloom.core.prompt import render_block, render_prompt
+from threadloom.errors import BlockLimitError, NotFoundError, ReadOnlyBlockError, StaleVersionError, ValidationError
 from threadloom.limits import DEFAULT_LIMITS, Limits, check_text
 from threadloom.providers.protocols import BlockRead, is_search_provider, is_skill_provider, is_writable_provider
-from threadloom.records import ContextBlock
+from threadloom.records import BlockChange, ContextBlock
 from threadloom.tokens import estimate_string_tokens
 
 if TYPE_CHECKING:
@@ -28,14 +28,40 @@ if TYPE_CHECKING:
         ContextProvider,
         SearchProvider,
         SkillProvider,
+        VersionedContextProvider,
         WritableContextProvider,
     )
+    from threadloom.records import BlockScope, BlockVersion
 
 UnloadCallback: TypeAlias = Callable[[str, str], None]
 """Called with ``(label, key)`` right after a skill is unloaded (the Session rewrites history)."""
 
 LoadedSkillsListener: TypeAlias = Callable[[set[str]], None]
 """Called with a copy of the loaded-skill ids after every change, so they can be persisted."""
+
+ChangeSource: TypeAlias = Callable[[], BlockChange]
+"""Builds the provenance of a change made by a model tool call (the session and its latest message)."""
+
+LIBRARY_CHANGE: Final = BlockChange(source="library")
+
+APPEND_ATTEMPTS: Final = 50
+"""How often an append re-reads and retries when other writers keep changing the block meanwhile."""
+
+
+class _Held:
+    """``based_on_version`` default: the version this object holds in memory (what the model was shown)."""
+
+
+HELD: Final = _Held()
+
+
+def is_versioned_provider(provider: object) -> bool:
+    """A provider whose changes are versions (``current``, ``write``, ``versions``, ``version``)."""
+    return all(callable(getattr(provider, name, None)) for name in ("current", "write", "versions", "version"))
+
+
+def _versioned(provider: object) -> VersionedContextProvider:
+    return cast("VersionedContextProvider", provider)
 
 
 class _NotRead:
@@ -112,6 +138,8 @@ class ContextConfig:
     description: str | None = None
     max_tokens: int | None = None
     provider: ContextProvider | None = None
+    scope: BlockScope = "session"
+    """Who shares the block's content: this session, every session of its subject, or the tenant."""
 
 
 def skill_id(label: str, key: str) -> str:
@@ -141,8 +169,14 @@ class ContextBlocks:
         on_loaded_skills_changed: LoadedSkillsListener | None = None,
         loaded_skills: Callable[[], Iterable[str]] | None = None,
         limits: Limits = DEFAULT_LIMITS,
+        tool_change: ChangeSource | None = None,
+        on_shared_change: Callable[[str, str], None] | None = None,
     ) -> None:
         self._configs: list[ContextConfig] = list(configs)
+        # Called with (label, scope) after a subject or tenant block changed: other sessions' prompts are stale.
+        self.on_shared_change = on_shared_change
+        # The provenance of a change that names none: a model tool call (the Session says which).
+        self.tool_change = tool_change
         # Every write (block content, skill, search entry) is checked against this table first.
         self.limits = limits
         # Where the frozen prompt persists; None keeps it in memory only.
@@ -206,11 +240,13 @@ class ContextBlocks:
                 writable=False,
                 is_skill=False,
                 is_searchable=False,
+                scope=config.scope,
             )
         if isinstance(known, _NotRead):
             _init(config)
             known = provider.get()
         content = known or ""
+        loaded_version = getattr(provider, "loaded_version", None)
         return ContextBlock(
             label=config.label,
             description=config.description,
@@ -220,6 +256,8 @@ class ContextBlocks:
             writable=is_writable_provider(provider),
             is_skill=is_skill_provider(provider),
             is_searchable=is_search_provider(provider),
+            scope=config.scope,
+            version=loaded_version if isinstance(loaded_version, int) else None,
         )
 
     def load(self) -> None:
@@ -277,12 +315,61 @@ class ContextBlocks:
 
     # -- writes ---------------------------------------------------------------------------------
 
-    def set_block(self, label: str, content: str) -> ContextBlock:
+    def set_block(
+        self,
+        label: str,
+        content: str,
+        *,
+        based_on_version: int | _Held | None = HELD,
+        change: BlockChange | None = None,
+    ) -> ContextBlock:
         """Replace a regular block's content, within its token budget, and persist it.
 
-        The provider is written first, so a failing write leaves memory unchanged.
+        The provider is written first, so a failing write leaves memory unchanged. A versioned
+        provider stores the change as a version with ``change`` as its provenance (a model tool
+        call when omitted); the write is refused with :class:`StaleVersionError` when the block
+        is no longer at ``based_on_version`` (by default the version held here, which is what
+        the model was shown; ``None`` replaces whatever is stored). On that refusal the block
+        held here becomes the stored one, so reading it again shows the current content.
         """
         self.ensure_loaded()
+        block, config, tokens, max_tokens = self._checked_write(label, content)
+        provider = config.provider if config is not None else None
+        version: int | None = None
+        if is_versioned_provider(provider):
+            base = block.version if isinstance(based_on_version, _Held) else based_on_version
+            try:
+                version = _versioned(provider).write(content, based_on_version=base, change=self._change(change))
+            except StaleVersionError as stale:
+                self._hold(label, stale.current_content or "", stale.current_version)
+                raise
+            if block.scope != "session" and self.on_shared_change is not None:
+                self.on_shared_change(label, block.scope)
+        elif is_writable_provider(provider):
+            _provider_set(provider)(content)
+        description = config.description if config is not None and config.description is not None else block.description
+        updated = ContextBlock(
+            label=label,
+            description=description,
+            content=content,
+            tokens=tokens,
+            max_tokens=max_tokens,
+            writable=True,
+            is_skill=False,
+            is_searchable=False,
+            scope=block.scope,
+            version=version,
+        )
+        self._blocks[label] = updated
+        return updated
+
+    def _change(self, change: BlockChange | None) -> BlockChange:
+        if change is not None:
+            return change
+        return self.tool_change() if self.tool_change is not None else LIBRARY_CHANGE
+
+    def _checked_write(self, label: str, content: str) -> tuple[ContextBlock, ContextConfig | None, int, int | None]:
+        """The block a write of ``content`` goes to, after every check: size, kind, token budget."""
         block = self._blocks.get(label)
         if block is None or not block.writable:
             raise ReadOnlyBlockError(f'Block "{label}" is readonly')
@@ -296,34 +383,104 @@ class ContextBlocks:
         max_tokens = config.max_tokens if config is not None and config.max_tokens is not None else block.max_tokens
         if max_tokens is not None and tokens > max_tokens:
             raise BlockLimitError(f'Block "{label}" exceeds maxTokens: {tokens} > {max_tokens}')
-        provider = config.provider if config is not None else None
-        if is_writable_provider(provider):
-            _provider_set(provider)(content)
-        description = config.description if config is not None and config.description is not None else block.description
-        updated = ContextBlock(
-            label=label,
-            description=description,
-            content=content,
-            tokens=tokens,
-            max_tokens=max_tokens,
-            writable=True,
-            is_skill=False,
-            is_searchable=False,
-        )
-        self._blocks[label] = updated
-        return updated
+        return block, config, tokens, max_tokens
 
-    def append_to_block(self, label: str, content: str) -> ContextBlock:
+    def _hold(self, label: str, content: str, version: int | None) -> ContextBlock | None:
+        """Hold ``content`` at ``version`` as the block's current state (read from the store)."""
+        block = self._blocks.get(label)
+        if block is None:
+            return None
+        held = replace(block, content=content, tokens=estimate_string_tokens(content), version=version)
+        self._blocks[label] = held
+        return held
+
+    def append_to_block(self, label: str, content: str, *, change: BlockChange | None = None) -> ContextBlock:
         """Append to a regular block, adding a newline unless one is already there.
 
-        The budget applies to the combined text.
+        The budget applies to the combined text. On a versioned provider the append is merged
+        with what is stored now, not with what this object holds: when another writer changed
+        the block meanwhile, it re-reads and appends again, so concurrent appends all land, in
+        the order they commit.
         """
         self.ensure_loaded()
         block = self._blocks.get(label)
         if block is None:
             raise NotFoundError(f'Block "{label}" not found')
-        separator = "\n" if block.content and not content.startswith("\n") else ""
-        return self.set_block(label, block.content + separator + content)
+        provider = self._provider(label)
+        if not is_versioned_provider(provider):
+            separator = "\n" if block.content and not content.startswith("\n") else ""
+            return self.set_block(label, block.content + separator + content)
+        versioned = _versioned(provider)
+        stored, version = "", 0
+        for _ in range(APPEND_ATTEMPTS):
+            read, version = versioned.current()
+            stored = read or ""
+            separator = "\n" if stored and not content.startswith("\n") else ""
+            self._hold(label, stored, version)
+            try:
+                return self.set_block(label, stored + separator + content, based_on_version=version, change=change)
+            except StaleVersionError:
+                continue
+        raise StaleVersionError(
+            f'Block "{label}" kept changing while appending; nothing was appended, try again',
+            current_version=version,
+            current_content=stored,
+        )
+
+    def reload_block(self, label: str) -> ContextBlock | None:
+        """The block as stored now (content and version), held from now on; None when unknown."""
+        self.ensure_loaded()
+        provider = self._provider(label)
+        if not is_versioned_provider(provider):
+            return self._blocks.get(label)
+        content, version = _versioned(provider).current()
+        return self._hold(label, content or "", version)
+
+    def _versioned_block(self, label: str) -> VersionedContextProvider:
+        self.ensure_loaded()
+        if label not in self._blocks:
+            raise NotFoundError(f'Block "{label}" not found')
+        provider = self._provider(label)
+        if not is_versioned_provider(provider):
+            raise ValidationError(f'Block "{label}" keeps no history (it is not a writable block of the store)')
+        return _versioned(provider)
+
+    def block_versions(
+        self, label: str, *, before: int | None, limit: int, max_bytes: int
+    ) -> tuple[list[BlockVersion], bool]:
+        """A page of the block's history, newest first (versions below ``before``), and whether more remain."""
+        return self._versioned_block(label).versions(before=before, limit=limit, max_bytes=max_bytes)
+
+    def block_version(self, label: str, version: int) -> BlockVersion:
+        """One stored version of the block; ``NotFoundError`` when it never existed or was pruned."""
+        found = self._versioned_block(label).version(version)
+        if found is None:
+            raise NotFoundError(f'Block "{label}" has no stored version {version}')
+        return found
+
+    def revert_block(
+        self, label: str, version: int, *, change: BlockChange, based_on_version: int | None = None
+    ) -> ContextBlock:
+        """Make ``version``'s content current again: itself a new version (the history is kept)."""
+        old = self.block_version(label, version)
+        return self.set_block(label, old.content, based_on_version=based_on_version, change=change)
+
+    def stale_shared_blocks(self, frozen_prompt: str) -> list[str]:
+        """Labels of shared blocks whose content as stored now is not what ``frozen_prompt`` shows.
+
+        Read together (one round trip on PostgreSQL). A block's rendering (header with its
+        token count, then its content) either is in the frozen prompt or the prompt is stale.
+        """
+        shared = [config for config in self._configs if config.scope != "session" and config.provider is not None]
+        if not shared:
+            return []
+        known = _plan_reads(shared).finish()
+        stale = []
+        for index, config in enumerate(shared):
+            current = self._read_block(config, known.get(index, NOT_READ))
+            if render_block(current) not in frozen_prompt:
+                stale.append(config.label)
+        return stale
 
     def _keyed_provider(self, label: str, *, skill: bool) -> ContextProvider:
         self.ensure_loaded()
@@ -522,4 +679,13 @@ class ContextBlocks:
         return render_prompt(self._blocks.values())
 
 
-__all__ = ["ContextBlocks", "ContextConfig", "LoadedSkillsListener", "UnloadCallback", "skill_id"]
+__all__ = [
+    "HELD",
+    "ChangeSource",
+    "ContextBlocks",
+    "ContextConfig",
+    "LoadedSkillsListener",
+    "UnloadCallback",
+    "is_versioned_provider",
+    "skill_id",
+]

@@ -61,6 +61,11 @@ class EventEmitter:
             event["leafId"] = leaf_id
         self._emit(event, self._change_listeners)
 
+    def emit_shared_change(self, label: str, scope: str) -> None:
+        """Tell change listeners a block shared with other sessions changed (their frozen prompts are now stale)."""
+        if self._change_listeners:
+            self._emit({"type": "shared_block_changed", "label": label, "scope": scope}, self._change_listeners)
+
     def report_auto_error(self, error: BaseException) -> None:
         """Give an automatic-compaction failure to the handler (or the log) and broadcast it."""
         handler = self.error_handler

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from threadloom.providers.protocols import BlockRead, ContextProvider, WritableContextProvider
     from threadloom.records import (
         AppendResult,
+        BlockScope,
+        HistoryPolicy,
         Message,
         SearchResult,
         SessionInfo,
@@ -118,6 +120,10 @@ class SessionManager:
         self._history_label: str | None = None
         self._queue: CompactionQueue | None = None
         self._sessions: dict[str, Session] = {}
+        # Subjects of sessions looked up here, so a session with subject blocks is wired without
+        # reading the registry again (the API looks every session up before using it).
+        self._subjects: dict[str, str | None] = {}
+        self._history_policy: HistoryPolicy | None = None
         self.limits: Limits = DEFAULT_LIMITS
 
     # ---------------------------------------------------------------- builder
@@ -132,9 +138,20 @@ class SessionManager:
         description: str | None = None,
         max_tokens: int | None = None,
         provider: ContextProvider | None = None,
+        scope: BlockScope = "session",
     ) -> SessionManager:
-        """A block template for every session; auto-wired blocks get per-session keys (``<label>_<id>``)."""
-        self._contexts.append((label, {"description": description, "max_tokens": max_tokens, "provider": provider}))
+        """A block template for every session; auto-wired blocks get per-session keys (``<label>_<id>``).
+
+        ``scope="subject"`` shares the block between the sessions of one subject (the
+        ``subject_id`` a session was created with), ``scope="tenant"`` between all of the namespace's.
+        """
+        options = {"description": description, "max_tokens": max_tokens, "provider": provider, "scope": scope}
+        self._contexts.append((label, options))
+        return self
+
+    def with_block_history(self, policy: HistoryPolicy) -> SessionManager:
+        """How much history every auto-wired writable block keeps (see ``HistoryPolicy``)."""
+        self._history_policy = policy
         return self
 
     def with_cached_prompt(
@@ -202,6 +219,10 @@ class SessionManager:
             return cached
         session = Session.create(self.store).for_session(session_id).in_namespace(self.namespace)
         session.with_limits(self.limits)
+        if any(options["scope"] == "subject" for _, options in self._contexts):
+            session.for_subject(self._subject_of(session_id))
+        if self._history_policy is not None:
+            session.with_block_history(self._history_policy)
         for label, options in self._contexts:
             session.with_context(label, **options)
         if self._prompt_factory is not None:
@@ -303,7 +324,30 @@ class SessionManager:
             return info  # type: ignore[no-any-return]
 
     def get(self, session_id: str) -> SessionInfo | None:
-        return self._registry.get(session_id)  # type: ignore[no-any-return]
+        info: SessionInfo | None = self._registry.get(session_id)
+        if info is not None:
+            self._subjects[info.id] = info.subject_id
+        return info
+
+    def sessions_sharing(self, session_id: str, scope: str, *, limit: int = 50) -> builtins.list[str]:
+        """The other sessions that read ``session_id``'s blocks of ``scope``: its subject's, or the tenant's
+        most recently active (at most ``limit``); they are the ones whose frozen prompt a change makes stale."""
+        if scope == "subject":
+            subject = self._subject_of(session_id)
+            if subject is None:
+                return []
+            ids: builtins.list[str] = self.store.lifecycle().subject_session_ids(self.namespace, subject)
+        elif scope == "tenant":
+            ids = [info.id for info in self._registry.list_page(limit=limit + 1)[0]]
+        else:
+            return []
+        return [other for other in ids if other != session_id][:limit]
+
+    def _subject_of(self, session_id: str) -> str | None:
+        """The session's subject: as last looked up here, else read from the registry."""
+        if session_id not in self._subjects:
+            self.get(session_id)
+        return self._subjects.get(session_id)
 
     def list(self) -> builtins.list[SessionInfo]:
         """Every session of the namespace, most recent activity first."""

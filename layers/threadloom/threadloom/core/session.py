@@ -25,7 +25,16 @@ from threadloom.core.events import EventEmitter
 from threadloom.core.skills import reclaim_loaded_skill
 from threadloom.errors import CompactionError, ConflictError, ThreadloomError, ValidationError
 from threadloom.limits import DEFAULT_LIMITS, Limits, check_text
-from threadloom.records import OMITTED, AppendResult, CompactionFence, CompactResult, Omitted, TokenCountInput
+from threadloom.records import (
+    BLOCK_SCOPES,
+    OMITTED,
+    AppendResult,
+    BlockChange,
+    CompactionFence,
+    CompactResult,
+    Omitted,
+    TokenCountInput,
+)
 from threadloom.tokens import estimate_message_tokens, estimate_string_tokens
 from threadloom.tools.context_tools import build_context_tools
 
@@ -35,7 +44,15 @@ if TYPE_CHECKING:
     from threadloom.compaction.function import CompactFunction
     from threadloom.compaction.queue import CompactionQueue
     from threadloom.providers.protocols import ContextProvider, SessionProvider, WritableContextProvider
-    from threadloom.records import ContextBlock, Message, SearchResult, StoredCompaction
+    from threadloom.records import (
+        BlockScope,
+        BlockVersion,
+        ContextBlock,
+        HistoryPolicy,
+        Message,
+        SearchResult,
+        StoredCompaction,
+    )
     from threadloom.tools.base import Tool
 
 logger = logging.getLogger(__name__)
@@ -71,6 +88,8 @@ class Session:
         self._explicit_provider: Any = None if self._store is not None else store_or_provider
         self.session_id = ""
         self.namespace = ""
+        self.subject_id: str | None = None
+        self._history_policy: HistoryPolicy | None = None
         self._pending: list[ContextConfig] = []
         self._cached_prompt: WritableContextProvider | Literal["auto"] | None = None
         self._compaction_fn: CompactFunction | None = None
@@ -106,6 +125,18 @@ class Session:
         self.namespace = namespace
         return self
 
+    def for_subject(self, subject_id: str | None) -> Session:
+        """The end user the session belongs to: its ``subject`` blocks are that user's, shared by their sessions."""
+        if subject_id is not None and (not isinstance(subject_id, str) or not subject_id):
+            raise ValidationError("subject_id must be a non-empty string")
+        self.subject_id = subject_id
+        return self
+
+    def with_block_history(self, policy: HistoryPolicy) -> Session:
+        """How many versions (or days of them) each auto-wired writable block keeps (100 versions otherwise)."""
+        self._history_policy = policy
+        return self
+
     def with_context(
         self,
         label: str,
@@ -113,9 +144,17 @@ class Session:
         description: str | None = None,
         max_tokens: int | None = None,
         provider: ContextProvider | None = None,
+        scope: BlockScope = "session",
     ) -> Session:
-        """Add a context block; without a provider it is auto-wired to the store as a writable block."""
-        self._pending.append(ContextConfig(label, description, max_tokens, provider))
+        """Add a context block; without a provider it is auto-wired to the store as a writable block.
+
+        ``scope`` says who shares an auto-wired block: this session (the default), every session
+        of the session's subject (``for_subject``) or every session of the namespace (``tenant``).
+        A ``subject`` block of a session without a subject is empty and read-only.
+        """
+        if scope not in BLOCK_SCOPES:
+            raise ValidationError(f"scope must be one of {', '.join(BLOCK_SCOPES)}, got {scope!r}")
+        self._pending.append(ContextConfig(label, description, max_tokens, provider, scope))
         return self
 
     def with_cached_prompt(self, provider: WritableContextProvider | None = None) -> Session:
@@ -200,8 +239,8 @@ class Session:
         for config in self._pending:
             provider = config.provider
             if provider is None and store is not None:
-                provider = store.context_provider(f"{config.label}{suffix}", session_id=owner, namespace=self.namespace)
-            configs.append(ContextConfig(config.label, config.description, config.max_tokens, provider))
+                provider = self._store_block(config.label, config.scope, f"{config.label}{suffix}", owner)
+            configs.append(ContextConfig(config.label, config.description, config.max_tokens, provider, config.scope))
         prompt_store: WritableContextProvider | None = None
         if self._cached_prompt == _AUTO:
             prompt_store = store.prompt_store(self.session_id, namespace=self.namespace) if store is not None else None
@@ -216,8 +255,29 @@ class Session:
             on_loaded_skills_changed=self._persist_loaded_skills,
             loaded_skills=self._skill_state.load if self._skill_state is not None else None,
             limits=self.limits,
+            tool_change=self._tool_change,
+            on_shared_change=self._events.emit_shared_change,
         )
         self._ready = True
+
+    def _store_block(
+        self, label: str, scope: BlockScope, session_key: str, owner: str | None
+    ) -> ContextProvider | None:
+        """The store's provider of an auto-wired block of ``scope`` (None: a subject block without a subject)."""
+        store = self._store
+        history = {"history": self._history_policy} if self._history_policy is not None else {}
+        if scope == "session":
+            return store.context_provider(session_key, session_id=owner, namespace=self.namespace, **history)  # type: ignore[no-any-return]
+        if scope == "subject" and not self.subject_id:
+            return None
+        subject = self.subject_id or "" if scope == "subject" else ""
+        return store.shared_block(label, scope=scope, namespace=self.namespace, subject_id=subject, **history)  # type: ignore[no-any-return]
+
+    def _tool_change(self) -> BlockChange:
+        """The provenance of a change by a model tool call: this session, after its latest message."""
+        latest = self._storage.get_latest_leaf() if self._storage is not None else None
+        message_ids = (str(latest["id"]),) if latest is not None else ()
+        return BlockChange(source="tool", session_id=self.session_id or None, message_ids=message_ids)
 
     @property
     def storage(self) -> SessionProvider:
@@ -405,16 +465,66 @@ class Session:
         self.blocks.ensure_loaded()
         return self.blocks.get_blocks()
 
-    def replace_context_block(self, label: str, content: str) -> ContextBlock:
-        """Overwrite a writable block; the frozen prompt is unchanged until refreshed."""
-        block = self.blocks.set_block(label, content)
+    def replace_context_block(
+        self,
+        label: str,
+        content: str,
+        *,
+        based_on_version: int | None = None,
+        change: BlockChange | None = None,
+    ) -> ContextBlock:
+        """Overwrite a writable block; the frozen prompt is unchanged until refreshed.
+
+        This is the versioned write path every caller shares (HTTP, import, reflection):
+        with ``based_on_version`` the write is refused (:class:`StaleVersionError`, with the
+        current version) when the block changed since; ``change`` is the provenance stored
+        with the new version (the library by default).
+        """
+        block = self.blocks.set_block(
+            label, content, based_on_version=based_on_version, change=change or BlockChange(source="library")
+        )
         self._events.emit_change("context")
         return block
 
-    def append_context_block(self, label: str, content: str) -> ContextBlock:
-        block = self.blocks.append_to_block(label, content)
+    def append_context_block(self, label: str, content: str, *, change: BlockChange | None = None) -> ContextBlock:
+        """Append to a writable block, merged with what is stored now (concurrent appends all land)."""
+        block = self.blocks.append_to_block(label, content, change=change or BlockChange(source="library"))
         self._events.emit_change("context")
         return block
+
+    def read_context_block(self, label: str) -> ContextBlock | None:
+        """The block as stored now, with its version (a shared block may have changed elsewhere)."""
+        self.blocks.ensure_loaded()
+        return self.blocks.reload_block(label)
+
+    def context_history(
+        self, label: str, *, before: int | None = None, limit: int = 50, max_bytes: int = 5 * 1024 * 1024
+    ) -> tuple[list[BlockVersion], bool]:
+        """The block's versions below ``before``, newest first, and whether older ones remain."""
+        return self.blocks.block_versions(label, before=before, limit=limit, max_bytes=max_bytes)
+
+    def context_version(self, label: str, version: int) -> BlockVersion:
+        """One stored version of the block (``NotFoundError`` when it never existed or was pruned)."""
+        return self.blocks.block_version(label, version)
+
+    def revert_context(
+        self, label: str, version: int, *, change: BlockChange | None = None, based_on_version: int | None = None
+    ) -> ContextBlock:
+        """Make an old version's content current again, as a new version."""
+        block = self.blocks.revert_block(
+            label, version, change=change or BlockChange(source="library"), based_on_version=based_on_version
+        )
+        self._events.emit_change("context")
+        return block
+
+    def stale_prompt_blocks(self) -> list[str]:
+        """Shared blocks changed since the frozen prompt was rendered ([] when none is frozen yet)."""
+        blocks = self.blocks
+        if not any(config.scope != "session" for config in blocks.configs):
+            return []
+        store = blocks.prompt_store
+        frozen = store.get() if store is not None else None
+        return [] if frozen is None else blocks.stale_shared_blocks(frozen)
 
     def add_context(
         self,

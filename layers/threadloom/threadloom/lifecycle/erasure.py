@@ -1,5 +1,8 @@
 """Subject erasure: every session of a data subject in a namespace, with what was made from them, gone.
 
+The subject's shared blocks (``scope: subject``, their memory across sessions) go too, with
+every version of them; the receipt counts them (``subject_blocks``, ``block_versions``).
+
 The sessions are those carrying the subject id, plus, transitively, every fork and split
 continuation made from them (their ``parent_session_id`` chain), whatever subject those
 carry. Each is removed whole (:mod:`threadloom.lifecycle.removal`), children first so an
@@ -81,6 +84,11 @@ def erase_subject(
         remove_session(storage, namespace, session_id, removal, erasers=erasers)
         if on_session is not None:
             on_session(session_id)
+    # The subject's shared (subject-scoped) blocks and every version of them: their memory across sessions.
+    blocks = storage.erase_subject_blocks(namespace, subject_id)
+    removal.counts["subject_blocks"] += len(blocks.block_keys)
+    removal.counts["block_versions"] += blocks.block_versions
+    removal.removed_ids += [f"subject-block:{key}" for key in blocks.block_keys]
     if removal.session_ids:
         storage.purge_deleted()
     return ErasureReceipt(

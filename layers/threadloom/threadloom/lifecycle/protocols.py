@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from threadloom.storage.snapshot import ExpiredSession, RemovedRows, SessionSnapshot
+    from threadloom.storage.snapshot import ExpiredSession, RemovedRows, RemovedSubjectBlocks, SessionSnapshot
 
 
 class LifecycleStorage(Protocol):
@@ -36,6 +36,8 @@ class LifecycleStorage(Protocol):
     def delete_session(
         self, namespace: str, session_id: str, *, expired_before: str | None = None
     ) -> RemovedRows | None: ...
+
+    def erase_subject_blocks(self, namespace: str, subject_id: str) -> RemovedSubjectBlocks: ...
 
     def purge_deleted(self) -> None: ...
 

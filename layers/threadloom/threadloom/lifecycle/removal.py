@@ -18,7 +18,16 @@ if TYPE_CHECKING:
 
     from threadloom.lifecycle.protocols import DerivedDataEraser, LifecycleStorage
 
-KINDS = ("sessions", "messages", "compactions", "context_blocks", "prompts", "loaded_skills")
+KINDS = (
+    "sessions",
+    "messages",
+    "compactions",
+    "context_blocks",
+    "prompts",
+    "loaded_skills",
+    "subject_blocks",
+    "block_versions",
+)
 """The database kinds a removal counts, in receipt order; erasers add their own kinds after these."""
 
 
@@ -59,6 +68,7 @@ def remove_session(
     removal.counts["context_blocks"] += len(rows.block_keys) - len(prompts)
     removal.counts["prompts"] += len(prompts)
     removal.counts["loaded_skills"] += len(rows.loaded_skills)
+    removal.counts["block_versions"] += rows.block_versions
     removal.session_ids.append(session_id)
     removal.removed_ids.append(f"session:{session_id}")
     removal.removed_ids += [f"message:{session_id}/{item}" for item in rows.message_ids]

@@ -62,6 +62,7 @@ class SessionStatusEvent(TypedDict):
     tokenEstimate: int
     tokenThreshold: int | None
     compacted: NotRequired[Compacted]
+    staleBlocks: NotRequired[list[str]]
 
 
 class SessionErrorEvent(TypedDict):
@@ -88,7 +89,14 @@ def error(message: str) -> ErrorEvent:
     return {"type": "error", "error": message}
 
 
-def session_status(session_id: str, status: SessionStatus, *, compacted: Compacted | None = None) -> SessionStatusEvent:
+def session_status(
+    session_id: str,
+    status: SessionStatus,
+    *,
+    compacted: Compacted | None = None,
+    stale_blocks: list[str] | None = None,
+) -> SessionStatusEvent:
+    """``staleBlocks``: shared blocks changed since the session's prompt was frozen (only when there are some)."""
     event: SessionStatusEvent = {
         "type": "session_status",
         "sessionId": session_id,
@@ -98,6 +106,8 @@ def session_status(session_id: str, status: SessionStatus, *, compacted: Compact
     }
     if compacted is not None:
         event["compacted"] = {"tokensBefore": int(compacted["tokensBefore"])}
+    if stale_blocks:
+        event["staleBlocks"] = list(stale_blocks)
     return event
 
 

@@ -64,16 +64,45 @@ def publish_safely(publisher: StatusPublisher, namespace: str, session_id: str, 
 
 
 class SessionEventForwarder:
-    """Turns a manager's session events (``on_session_event``) into wire events for one namespace."""
+    """Turns a manager's session events (``on_session_event``) into wire events for one namespace.
 
-    def __init__(self, publisher: StatusPublisher, namespace: str) -> None:
+    With the manager, a change of a shared (subject or tenant) block is also told to the other
+    sessions sharing it: each gets a ``session_status`` whose ``staleBlocks`` names what changed
+    under its frozen prompt.
+    """
+
+    def __init__(self, publisher: StatusPublisher, namespace: str, manager: SessionManager | None = None) -> None:
         self.publisher = publisher
         self.namespace = namespace
+        self.manager = manager
 
     def __call__(self, session_id: str, event: dict[str, Any]) -> None:
+        if event.get("type") == "shared_block_changed":
+            self._tell_sharing_sessions(session_id, str(event.get("scope")))
+            return
         wire = to_wire_event(session_id, event)
         if wire is not None:
             publish_safely(self.publisher, self.namespace, session_id, wire)
+
+    def _tell_sharing_sessions(self, session_id: str, scope: str) -> None:
+        manager = self.manager
+        if manager is None:
+            return
+        from threadloom.live.status import current_status
+
+        try:
+            others = manager.sessions_sharing(session_id, scope)
+        except Exception:
+            logger.warning("Listing the sessions sharing a %s block of %r failed", scope, session_id, exc_info=True)
+            return
+        for other in others:
+            try:
+                stale = manager.get_session(other).stale_prompt_blocks()
+                if stale:
+                    event = session_status(other, current_status(manager, other), stale_blocks=stale)
+                    publish_safely(self.publisher, self.namespace, other, event)
+            except Exception:
+                logger.warning("Telling session %r its prompt is stale failed", other, exc_info=True)
 
 
 def to_wire_event(session_id: str, event: dict[str, Any]) -> LiveEvent | None:
@@ -96,7 +125,7 @@ def to_wire_event(session_id: str, event: dict[str, Any]) -> LiveEvent | None:
 
 def attach_publisher(manager: SessionManager, publisher: StatusPublisher) -> SessionManager:
     """Publish every session event of ``manager`` (status, errors, changes) through ``publisher``."""
-    return manager.on_session_event(SessionEventForwarder(publisher, manager.namespace))
+    return manager.on_session_event(SessionEventForwarder(publisher, manager.namespace, manager))
 
 
 __all__ = [

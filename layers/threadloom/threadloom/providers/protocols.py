@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from threadloom.limits import Limits
-    from threadloom.records import AppendResult, Message, SearchResult, StoredCompaction
+    from threadloom.records import AppendResult, BlockChange, BlockVersion, Message, SearchResult, StoredCompaction
 
 
 @runtime_checkable
@@ -57,6 +57,22 @@ class WritableContextProvider(ContextProvider, Protocol):
     """A block the model may overwrite through ``set_context``."""
 
     def set(self, content: str) -> None: ...
+
+
+class VersionedContextProvider(WritableContextProvider, Protocol):
+    """A writable block whose every change is a stored version with its provenance (issue 26).
+
+    ``write`` is a compare-and-set: it stores only if the block is still at ``based_on_version``
+    (``None``: whatever it is at), else raises ``StaleVersionError``. The store's blocks are one.
+    """
+
+    def current(self) -> tuple[str | None, int]: ...
+
+    def write(self, content: str, *, based_on_version: int | None, change: BlockChange) -> int: ...
+
+    def versions(self, *, before: int | None, limit: int, max_bytes: int) -> tuple[list[BlockVersion], bool]: ...
+
+    def version(self, number: int) -> BlockVersion | None: ...
 
 
 @runtime_checkable
@@ -150,6 +166,7 @@ __all__ = [
     "SearchableSessionProvider",
     "SessionProvider",
     "SkillProvider",
+    "VersionedContextProvider",
     "WritableContextProvider",
     "is_search_provider",
     "is_skill_provider",

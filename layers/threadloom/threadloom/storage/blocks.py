@@ -6,12 +6,19 @@ from typing import TYPE_CHECKING, Any
 
 from threadloom.clock import utc_now
 from threadloom.providers.protocols import BlockRead
+from threadloom.records import BlockChange, HistoryPolicy
+from threadloom.storage import block_versions
+from threadloom.storage.block_versions import BlockOwner
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from threadloom.records import BlockScope, BlockVersion
     from threadloom.storage.database import Database
     from threadloom.storage.dialect import SqlDialect
+
+LIBRARY_CHANGE = BlockChange(source="library")
+"""The provenance of a plain ``set(content)``: a program calling the library directly."""
 
 
 class SqlContextProvider:
@@ -30,12 +37,14 @@ class SqlContextProvider:
         *,
         session_id: str | None = None,
         namespace: str = "",
+        history: HistoryPolicy | None = None,
     ):
         self._database = database
         self._sql = sql
         self.key = key
         self.session_id = session_id
         self.namespace = namespace
+        self.history = history if history is not None else HistoryPolicy()
 
     def init(self, label: str) -> None:
         if not self.key:
@@ -55,8 +64,92 @@ class SqlContextProvider:
         return BlockRead(self._database, (self._sql.get_block, self._row()), _first_value, single_value=True)
 
     def set(self, content: str) -> None:
-        with self._database.write() as tx:
-            tx.execute(self._sql.upsert_block, {**self._row(), "content": content, "now": utc_now()})
+        """Write ``content`` as a new version of whatever is stored (provenance: the library)."""
+        self.write(content, based_on_version=None, change=LIBRARY_CHANGE)
+
+    # -- versions (a VersionedContextProvider) ----------------------------------------------------
+
+    scope: BlockScope = "session"
+
+    def owner(self) -> BlockOwner:
+        """Whose row and versions these are."""
+        return BlockOwner(self.namespace, "session", self.session_id or "", self.key)
+
+    def current(self) -> tuple[str | None, int]:
+        """The stored content (None when never written) and its version (0 then), read now."""
+        return block_versions.read_current(self._database, self._sql, self.owner())
+
+    def write(self, content: str, *, based_on_version: int | None, change: BlockChange) -> int:
+        """Store ``content`` as the next version if the block is still at ``based_on_version``
+        (None: whatever it is at); ``StaleVersionError`` otherwise. Returns the new version."""
+        return block_versions.write_version(
+            self._database,
+            self._sql,
+            self.owner(),
+            content,
+            based_on_version=based_on_version,
+            change=change,
+            policy=self.history,
+        )
+
+    def versions(self, *, before: int | None, limit: int, max_bytes: int) -> tuple[list[BlockVersion], bool]:
+        """A page of the block's history, newest first, and whether older versions remain."""
+        return block_versions.versions_page(
+            self._database, self._sql, self.owner(), before=before, limit=limit, max_bytes=max_bytes
+        )
+
+    def version(self, number: int) -> BlockVersion | None:
+        """One stored version (None when it never existed or was pruned)."""
+        return block_versions.get_version(self._database, self._sql, self.owner(), number)
+
+
+class SqlSharedBlockProvider(SqlContextProvider):
+    """A writable block shared beyond one session: every session of one subject, or the whole tenant.
+
+    Its row belongs to ``(namespace, subject_id)`` (scope ``subject``) or ``(namespace)`` (scope
+    ``tenant``) in ``threadloom_shared_blocks``; every read and write names that owner. Reading
+    it also reads its version, so a replacement by the model is based on what it was shown.
+    """
+
+    def __init__(
+        self,
+        database: Database,
+        sql: type[SqlDialect],
+        key: str,
+        *,
+        scope: BlockScope,
+        namespace: str,
+        subject_id: str = "",
+        history: HistoryPolicy | None = None,
+    ) -> None:
+        super().__init__(database, sql, key, namespace=namespace, history=history)
+        if scope not in ("subject", "tenant"):
+            raise ValueError(f"a shared block's scope is 'subject' or 'tenant', not {scope!r}")
+        if (scope == "subject") != bool(subject_id):
+            raise ValueError("a subject block needs a subject id, a tenant block none")
+        self.scope = scope
+        self.subject_id = subject_id
+        self.loaded_version = 0
+        """The version the last ``get()`` (or read) saw."""
+
+    def owner(self) -> BlockOwner:
+        return BlockOwner(self.namespace, self.scope, self.subject_id, self.key)
+
+    def get(self) -> str | None:
+        content, self.loaded_version = self.current()
+        return content
+
+    def block_read(self) -> BlockRead:
+        """The content and version, read with the session's other shared blocks (one round trip)."""
+        statement = (self._sql.shared_block_read, self.owner().row_params())
+        return BlockRead(self._database, statement, self._finish_read)
+
+    def _finish_read(self, rows: Sequence[Sequence[Any]]) -> str | None:
+        if not rows:
+            self.loaded_version = 0
+            return None
+        self.loaded_version = int(rows[0][1])
+        return str(rows[0][0])
 
 
 class SqlPromptStore(SqlContextProvider):
@@ -75,6 +168,11 @@ class SqlPromptStore(SqlContextProvider):
             return content
         rows = self._database.query_once(self._sql.get_block, self._row(), by_key=True)
         return str(rows[0][0]) if rows else content
+
+    def set(self, content: str) -> None:
+        """Store the prompt (a cache of what the blocks rendered: not a block change, no version)."""
+        with self._database.write() as tx:
+            tx.execute(self._sql.upsert_block, {**self._row(), "content": content, "now": utc_now()})
 
     def delete(self) -> None:
         with self._database.write() as tx:

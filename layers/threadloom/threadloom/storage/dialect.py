@@ -99,6 +99,27 @@ class SqlDialect:
     insert_prompt_if_absent: ClassVar[str]
     delete_block: ClassVar[str]
     delete_session_blocks: ClassVar[str]
+    # Versioned writable blocks and their history (storage/blocks.py, storage/block_history.py).
+    session_block_read: ClassVar[str]
+    session_block_update_if: ClassVar[str]
+    session_block_update: ClassVar[str]
+    session_block_insert: ClassVar[str]
+    shared_block_read: ClassVar[str]
+    shared_block_update_if: ClassVar[str]
+    shared_block_update: ClassVar[str]
+    shared_block_insert: ClassVar[str]
+    insert_block_version: ClassVar[str]
+    block_versions_page: ClassVar[str]
+    get_block_version: ClassVar[str]
+    prune_block_versions: ClassVar[str]
+    delete_owner_versions: ClassVar[str]
+    count_owner_versions: ClassVar[str]
+    unlink_session_versions: ClassVar[str]
+    subject_blocks: ClassVar[str]
+    delete_subject_blocks: ClassVar[str]
+    owner_versions: ClassVar[str]
+    import_shared_block: ClassVar[str]
+    import_block_version: ClassVar[str]
 
     # Searchable context entries.
     count_entries: ClassVar[str]
@@ -158,6 +179,19 @@ class SqlDialect:
     get_compaction_request_by_key: ClassVar[str]
     latest_compaction_request: ClassVar[str]
     delete_session_compaction_requests: ClassVar[str]
+
+    # Reflection: per-session watermark, handled runs and proposed block edits (storage/reflections.py).
+    get_reflection_mark: ClassVar[str]
+    insert_reflection_run: ClassVar[str]
+    insert_reflection_mark: ClassVar[str]
+    advance_reflection_mark: ClassVar[str]
+    insert_reflection_proposal: ClassVar[str]
+    get_reflection_proposal: ClassVar[str]
+    list_reflection_proposals: ClassVar[str]
+    run_reflection_proposals: ClassVar[str]
+    move_reflection_proposal: ClassVar[str]
+    delete_session_reflections: ClassVar[tuple[str, ...]]
+    idle_unreflected_sessions: ClassVar[str]
 
     @classmethod
     def index_params(cls, text: str) -> dict[str, Any]:

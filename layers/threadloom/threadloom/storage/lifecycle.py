@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from threadloom.core.messages import parse_stored_message
 from threadloom.errors import ConflictError, ValidationError
+from threadloom.storage.block_versions import remove_session_versions
 from threadloom.storage.database import to_timestamp_text
 from threadloom.storage.registry import session_id_secret
 from threadloom.storage.snapshot import (
@@ -19,6 +20,7 @@ from threadloom.storage.snapshot import (
     ExpiredSession,
     MessageRow,
     RemovedRows,
+    RemovedSubjectBlocks,
     SessionSnapshot,
 )
 from threadloom.storage.tree import SqlSessionProvider
@@ -207,13 +209,16 @@ class SqlLifecycleStorage:
                 present = tx.query(self._sql.lock_expired_session, {**key, "cutoff": expired_before})
             if not present:
                 return None
+            versions = {"namespace": namespace, "scope": "session", "owner": session_id}
             removed = RemovedRows(
                 session_id=session_id,
                 message_ids=[row[0] for row in tx.query(self._sql.message_ids, sid)],
                 compaction_ids=[row[0] for row in tx.query(self._sql.compaction_ids, sid)],
                 block_keys=[row[0] for row in tx.query(self._sql.block_keys, owner)],
                 loaded_skills=[row[0] for row in tx.query(self._sql.get_loaded_skills, sid)],
+                block_versions=int(tx.query(self._sql.count_owner_versions, versions)[0][0]),
             )
+            remove_session_versions(tx, self._sql, namespace, session_id)
             if self._sql.unindex_session:
                 tx.execute(self._sql.unindex_session, sid)
             tx.execute(self._sql.clear_messages, sid)
@@ -222,8 +227,20 @@ class SqlLifecycleStorage:
             tx.execute(self._sql.delete_session_blocks, owner)
             tx.execute(self._sql.clear_loaded_skills, sid)
             tx.execute(self._sql.delete_session_compaction_requests, {**sid, "namespace": namespace})
+            for statement in self._sql.delete_session_reflections:
+                tx.execute(statement, {**sid, "namespace": namespace})
             tx.execute(self._sql.delete_session, key)
         return removed
+
+    def erase_subject_blocks(self, namespace: str, subject_id: str) -> RemovedSubjectBlocks:
+        """Remove the subject's shared blocks and every version of them, in one transaction."""
+        owner = {"namespace": namespace, "scope": "subject"}
+        with self._database.write() as tx:
+            keys = [row[0] for row in tx.query(self._sql.subject_blocks, {**owner, "subject": subject_id})]
+            versions = int(tx.query(self._sql.count_owner_versions, {**owner, "owner": subject_id})[0][0])
+            tx.execute(self._sql.delete_subject_blocks, {**owner, "subject": subject_id})
+            tx.execute(self._sql.delete_owner_versions, {**owner, "owner": subject_id})
+        return RemovedSubjectBlocks(block_keys=keys, block_versions=versions)
 
     def purge_deleted(self) -> None:
         """Drop what deleted rows may leave in index structures (after a batch of deletes, not per row)."""

@@ -17,6 +17,7 @@ from threadloom.errors import StorageError, ValidationError
 from threadloom.limits import DEFAULT_LIMITS, Limits, check_text
 from threadloom.providers.protocols import BlockRead
 from threadloom.records import SearchResult, SessionInfo, SessionOverview
+from threadloom.storage.block_versions import remove_session_versions
 from threadloom.storage.database import to_timestamp_text
 
 if TYPE_CHECKING:
@@ -219,8 +220,11 @@ class SqlSessionRegistry:
             tx.execute(self._sql.clear_compactions, sid)
             tx.execute(self._sql.delete_head, sid)
             tx.execute(self._sql.delete_session_blocks, {"namespace": self.namespace, **sid})
+            remove_session_versions(tx, self._sql, self.namespace, session_id)
             tx.execute(self._sql.clear_loaded_skills, sid)
             tx.execute(self._sql.delete_session_compaction_requests, {"namespace": self.namespace, **sid})
+            for statement in self._sql.delete_session_reflections:
+                tx.execute(statement, {"namespace": self.namespace, **sid})
             tx.execute(self._sql.delete_session, {"namespace": self.namespace, "id": session_id})
         return True
 

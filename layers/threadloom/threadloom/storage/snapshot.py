@@ -73,6 +73,16 @@ class RemovedRows:
     compaction_ids: list[str]
     block_keys: list[str]
     loaded_skills: list[str]
+    block_versions: int = 0
+    """Versions of the session's own blocks removed with them (shared blocks' versions stay, unlinked)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RemovedSubjectBlocks:
+    """What erasing a subject's shared blocks removed: their keys and how many versions."""
+
+    block_keys: list[str]
+    block_versions: int
 
 
 @dataclass(frozen=True, slots=True)

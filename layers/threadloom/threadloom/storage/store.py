@@ -6,15 +6,17 @@ import threading
 from typing import TYPE_CHECKING, ClassVar
 
 from threadloom.clock import utc_now
-from threadloom.storage.blocks import SqlContextProvider, SqlPromptStore, SqlSkillState
+from threadloom.storage.blocks import SqlContextProvider, SqlPromptStore, SqlSharedBlockProvider, SqlSkillState
 from threadloom.storage.compaction_requests import SqlCompactionRequests
 from threadloom.storage.lifecycle import SqlLifecycleStorage
 from threadloom.storage.migrations import apply_migrations, load_migrations
+from threadloom.storage.reflections import SqlReflections, SqlReflectionSweep
 from threadloom.storage.registry import SqlSessionRegistry
 from threadloom.storage.search_entries import SqlSearchProvider
 from threadloom.storage.tree import SqlSessionProvider
 
 if TYPE_CHECKING:
+    from threadloom.records import BlockScope, HistoryPolicy
     from threadloom.storage.database import Database
     from threadloom.storage.dialect import SqlDialect
 
@@ -57,10 +59,26 @@ class SqlStore:
         return SqlSessionProvider(self._ready(), self.sql, session_id)
 
     def context_provider(
-        self, key: str = "", *, session_id: str | None = None, namespace: str = ""
+        self, key: str = "", *, session_id: str | None = None, namespace: str = "", history: HistoryPolicy | None = None
     ) -> SqlContextProvider:
         """The block ``key`` of the owner ``(namespace, session_id)``."""
-        return SqlContextProvider(self._ready(), self.sql, key, session_id=session_id, namespace=namespace)
+        return SqlContextProvider(
+            self._ready(), self.sql, key, session_id=session_id, namespace=namespace, history=history
+        )
+
+    def shared_block(
+        self,
+        key: str,
+        *,
+        scope: BlockScope,
+        namespace: str,
+        subject_id: str = "",
+        history: HistoryPolicy | None = None,
+    ) -> SqlSharedBlockProvider:
+        """The block ``key`` shared by a subject's sessions (``scope="subject"``) or the tenant's."""
+        return SqlSharedBlockProvider(
+            self._ready(), self.sql, key, scope=scope, namespace=namespace, subject_id=subject_id, history=history
+        )
 
     def prompt_store(self, session_id: str = "", *, namespace: str = "") -> SqlPromptStore:
         """The frozen prompt of ``session_id`` in ``namespace``."""
@@ -82,3 +100,11 @@ class SqlStore:
 
     def compaction_requests(self, namespace: str = "default") -> SqlCompactionRequests:
         return SqlCompactionRequests(self._ready(), self.sql, namespace)
+
+    def reflections(self, namespace: str = "default") -> SqlReflections:
+        """The reflection watermarks, runs and proposals of ``namespace`` (``threadloom.reflection``)."""
+        return SqlReflections(self._ready(), self.sql, namespace)
+
+    def reflection_sweep(self) -> SqlReflectionSweep:
+        """Sessions of every tenant gone idle since their last reflection (the idle trigger)."""
+        return SqlReflectionSweep(self._ready(), self.sql)

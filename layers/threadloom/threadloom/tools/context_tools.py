@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from threadloom.entry_keys import context_entry_key
-from threadloom.errors import ValidationError
+from threadloom.errors import StaleVersionError, ValidationError
 from threadloom.tokens import usage_percent
 from threadloom.tools.base import (
     Tool,
@@ -61,6 +61,10 @@ def _kind(block: ContextBlock) -> str:
         return "skill collection, keyed entries"
     if block.is_searchable:
         return "searchable, keyed entries"
+    if block.scope == "subject":
+        return "writable, shared by every conversation with this user"
+    if block.scope == "tenant":
+        return "writable, shared by every conversation of this tenant"
     return "writable"
 
 
@@ -74,6 +78,16 @@ def format_usage(block: ContextBlock) -> str:
         pct = usage_percent(block.tokens, block.max_tokens)
         return f"{pct}% ({block.tokens}/{block.max_tokens} tokens)"
     return f"{block.tokens} tokens"
+
+
+def stale_block_message(label: str, stale: StaleVersionError) -> str:
+    """What the model is told when its replacement was based on an old version: re-read, then write again."""
+    return (
+        f'block "{label}" was changed by another conversation or writer since you read it, so your replacement '
+        f"was not saved (the block is now at version {stale.current_version}). Re-read its current content "
+        f"below, then write again with your change merged into it.\n--- current content of {label} ---\n"
+        f"{stale.current_content}"
+    )
 
 
 def _entry_metadata(value: Any) -> tuple[str | None, str | None]:
@@ -142,6 +156,8 @@ def _set_context_tool(blocks: ContextBlocks, writable: list[ContextBlock]) -> To
             else:
                 updated = blocks.set_block(label, content)
             return f"Written to {label}. Usage: {format_usage(updated)}"
+        except StaleVersionError as stale:
+            return error_result(stale_block_message(label, stale))
         except Exception as exc:
             return error_result(exc)
 
@@ -268,4 +284,5 @@ __all__ = [
     "UNLOAD_CONTEXT",
     "build_context_tools",
     "format_usage",
+    "stale_block_message",
 ]

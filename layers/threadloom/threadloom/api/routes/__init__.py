@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
-from threadloom.api.routes import compaction, context, health, history, inspector, lifecycle, messages, sessions
+from threadloom.api.routes import (
+    block_history,
+    compaction,
+    context,
+    health,
+    history,
+    inspector,
+    lifecycle,
+    messages,
+    reflection,
+    sessions,
+)
 
 ROUTERS = (
     sessions.router,
     messages.router,
     history.router,
     context.router,
+    block_history.router,
     compaction.router,
+    reflection.router,
     lifecycle.router,
     health.router,
     inspector.router,

@@ -27,7 +27,10 @@ ERROR_DESCRIPTIONS: dict[int, str] = {
     400: "Bad input: text rules, id alphabet, limits, invalid JSON or a body that is not UTF-8",
     401: "No usable tenant claim in the JWT",
     403: "The token lacks the scope the operation needs",
-    404: "No such session, message, block or tool (or another tenant's)",
+    404: (
+        "No such session, message, block or tool (or another tenant's), or no operation at the path "
+        "(API Gateway cuts a path at a percent-decoded ?)"
+    ),
     409: "A precondition, quota, block state or Idempotency-Key conflict",
     413: "A message, block, entry or body over its size limit",
     415: "The request body is not application/json",

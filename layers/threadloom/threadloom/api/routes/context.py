@@ -56,7 +56,13 @@ def block(sessionId: str, label: str) -> ContextBlockOut:
 )
 def write_block(sessionId: str, label: str, body: Annotated[ContextWrite, Body()]) -> ContextBlockOut:
     return use_cases.write_context_block(
-        manager(router), sessionId, label, content=body.content, mode=body.mode, limits=limits()
+        manager(router),
+        sessionId,
+        label,
+        content=body.content,
+        mode=body.mode,
+        limits=limits(),
+        based_on_version=body.based_on_version,
     )
 
 

@@ -33,6 +33,7 @@ from threadloom.errors import (
     ReadOnlyBlockError,
     SessionBusyError,
     SkillStoreError,
+    StaleVersionError,
     StorageError,
     StorageTimeoutError,
     StorageUnavailableError,
@@ -52,6 +53,7 @@ MAPPING: tuple[tuple[type[Exception], HTTPStatus, str], ...] = (
     (NotFoundError, HTTPStatus.NOT_FOUND, "not_found"),
     (IdempotencyKeyReusedError, HTTPStatus.CONFLICT, "idempotency_key_reused"),
     (IdempotencyInProgressError, HTTPStatus.CONFLICT, "idempotency_in_progress"),
+    (StaleVersionError, HTTPStatus.CONFLICT, "stale_version"),
     (ConflictError, HTTPStatus.CONFLICT, "conflict"),
     (ReadOnlyBlockError, HTTPStatus.CONFLICT, "read_only_block"),
     (BlockLimitError, HTTPStatus.CONFLICT, "block_limit_exceeded"),
@@ -91,8 +93,13 @@ def describe_problem(item: Any) -> str:
     return f"{where}: {message[:1].lower()}{message[1:]}"
 
 
-def error_response(status: HTTPStatus, code: str, message: str, *, retry_after: int | None = None) -> Response[Any]:
-    body = {"error": {"code": code, "message": message}}
+def error_response(
+    status: HTTPStatus, code: str, message: str, *, retry_after: int | None = None, current_version: int | None = None
+) -> Response[Any]:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if current_version is not None:  # a stale block write: the version to re-read and base the retry on
+        error["currentVersion"] = current_version
+    body = {"error": error}
     headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
     return Response(status_code=status.value, content_type=content_types.APPLICATION_JSON, body=body, headers=headers)
 
@@ -105,7 +112,8 @@ def register_error_handlers(app: APIGatewayHttpResolver) -> None:
             logger.info("request refused", status=status.value, code=code, error_type=type(error).__name__)
             # A store that is busy or unreachable may serve a retry: say when (RFC 9110 Retry-After).
             retry_after = error.retry_after if isinstance(error, StorageUnavailableError) else None
-            return error_response(status, code, str(error), retry_after=retry_after)
+            current = error.current_version if isinstance(error, StaleVersionError) else None
+            return error_response(status, code, str(error), retry_after=retry_after, current_version=current)
 
         app.exception_handler(exc_type)(handle)
 

@@ -90,7 +90,7 @@ def import_from_s3(body: Annotated[ImportFromS3, Body()]) -> ImportOut:
     summary="Erase every session of a data subject in this tenant, with forks and continuations (admin scope)",
     tags=["lifecycle"],
     operation_id="eraseSubject",
-    responses=responses(200, ErasureReceiptOut, "The erasure receipt", *ANY, 403),
+    responses=responses(200, ErasureReceiptOut, "The erasure receipt", *ANY, 403, 404),
 )
 def erase_subject(subjectId: str) -> ErasureReceiptOut:
     authorizer = router.current_event.request_context.authorizer

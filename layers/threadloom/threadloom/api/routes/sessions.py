@@ -47,6 +47,14 @@ IdempotencyKey = Annotated[str | None, Header(alias="idempotency-key", descripti
     responses=responses(201, SessionOut, "The new session", *ANY, *BODY, 404, 409),
 )
 def create_session(body: Annotated[SessionCreate, Body()], idempotency_key: IdempotencyKey = None) -> Response[Any]:
+    caller = subject(router)
+    if body.subject_id is not None and body.subject_id != caller and get_runtime().profile.has_subject_blocks:
+        # The session would read and write that user's shared memory: only a service token acting for users may.
+        authorizer = router.current_event.request_context.authorizer
+        data_lifecycle.require_scope(
+            authorizer.jwt_scopes, authorizer.jwt_claim, get_runtime().settings.act_for_users_scope
+        )
+
     def run() -> tuple[int, SessionOut]:
         created = use_cases.create_session(
             manager(router),
@@ -54,7 +62,7 @@ def create_session(body: Annotated[SessionCreate, Body()], idempotency_key: Idem
             parent_session_id=body.parent_session_id,
             model=body.model,
             source=body.source,
-            subject_id=body.subject_id or subject(router),
+            subject_id=body.subject_id or caller,
         )
         return 201, created
 

@@ -80,6 +80,7 @@ def session_status(manager: SessionManager, session_id: str) -> SessionStatusOut
         token_threshold=status.token_threshold,
         compaction=CompactionRequestOut.of(latest) if latest is not None else None,
         idle_reason=IdleReasonOut.of(idle_reason(status, latest)),
+        stale_blocks=manager.get_session(session_id).stale_prompt_blocks(),
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from threadloom import correlation
 from threadloom.api.models import (
     BlockUsage,
     ContextBlockList,
@@ -20,7 +21,8 @@ from threadloom.api.models import (
 )
 from threadloom.api.use_cases.common import require_session
 from threadloom.core.prompt import render_prompt
-from threadloom.errors import NotFoundError
+from threadloom.errors import NotFoundError, ValidationError
+from threadloom.records import BlockChange
 from threadloom.tokens import estimate_message_tokens, estimate_string_tokens
 from threadloom.tools.base import is_error_result
 from threadloom.tools.formats import to_anthropic_tools, to_bedrock_tool_config, to_openai_tools
@@ -36,27 +38,49 @@ CONTEXT_WRITING_TOOLS = frozenset({"set_context", "load_context", "unload_contex
 """Model tools whose call may change the session's context, which live viewers are told about."""
 
 
+def http_change() -> BlockChange:
+    """The provenance of a change made by this HTTP request."""
+    return BlockChange(source="http", request_id=correlation.current())
+
+
 def context_blocks(manager: SessionManager, session_id: str) -> ContextBlockList:
-    blocks = require_session(manager, session_id).get_context_blocks()
+    """The blocks as stored now: writable ones are re-read with their version (another session may share them)."""
+    session = require_session(manager, session_id)
+    blocks = [
+        (session.read_context_block(block.label) or block) if block.writable else block
+        for block in session.get_context_blocks()
+    ]
     return ContextBlockList(blocks=[ContextBlockOut.of(block) for block in blocks])
 
 
 def context_block(manager: SessionManager, session_id: str, label: str) -> ContextBlockOut:
-    block = require_session(manager, session_id).get_context_block(label)
+    session = require_session(manager, session_id)
+    block = session.get_context_block(label)
     if block is None:
         raise NotFoundError(f'Block "{label}" not found')
-    return ContextBlockOut.of(block)
+    return ContextBlockOut.of((session.read_context_block(label) or block) if block.writable else block)
 
 
 def write_context_block(
-    manager: SessionManager, session_id: str, label: str, *, content: str, mode: str, limits: Limits
+    manager: SessionManager,
+    session_id: str,
+    label: str,
+    *,
+    content: str,
+    mode: str,
+    limits: Limits,
+    based_on_version: int | None = None,
 ) -> ContextBlockOut:
+    """Append (merged with what is stored) or replace (refused with 409 when ``based_on_version`` is stale)."""
     session = require_session(manager, session_id)
     if session.get_context_block(label) is None:
         raise NotFoundError(f'Block "{label}" not found')
     if mode == "append":
-        return ContextBlockOut.of(session.append_context_block(label, content))
-    return ContextBlockOut.of(session.replace_context_block(label, content))
+        if based_on_version is not None:
+            raise ValidationError("basedOnVersion is for replacements: an append is merged with what is stored")
+        return ContextBlockOut.of(session.append_context_block(label, content, change=http_change()))
+    block = session.replace_context_block(label, content, based_on_version=based_on_version, change=http_change())
+    return ContextBlockOut.of(block)
 
 
 def context_window(manager: SessionManager, session_id: str, threshold: int | None) -> ContextWindowOut:

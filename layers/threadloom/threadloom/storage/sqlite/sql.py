@@ -30,6 +30,10 @@ _FORK_PLAN = (
 _FORK_ID = "printf('%s%08x', :prefix, q.pos)"
 # The new seq is the position + 1, so the jump (migration 0005) is the seq of position ((pos - 1) // span) * span.
 _FORK_JUMP = f"CASE WHEN q.pos = 0 THEN NULL ELSE ((q.pos - 1) / {JUMP_SPAN}) * {JUMP_SPAN} + 1 END"
+_PROPOSAL_COLUMNS = (
+    "id, session_id, request_key, seq, label, operation, content, source_message_ids, based_on_version, status, "
+    "error, applied_version, created_at, decided_at"
+)
 _REQUEST_COLUMNS = (
     "id, session_id, leaf_id, state, from_message_id, to_message_id, error, requested_at, started_at, finished_at"
 )
@@ -311,6 +315,108 @@ class SqliteSql(SqlDialect):
     )
     delete_session_blocks = "DELETE FROM threadloom_context_blocks WHERE namespace = :namespace AND session_id = :sid"
 
+    # Versioned writable blocks (issue 26; migrations 0020-0022). A session-scoped block lives in
+    # threadloom_context_blocks (owner: namespace, session id), a subject or tenant block in
+    # threadloom_shared_blocks (owner: namespace, scope, subject id; '' for the tenant). A change
+    # updates the row only when it still has the version it was based on, and returns the new one.
+    session_block_read = (
+        "SELECT content, version FROM threadloom_context_blocks WHERE namespace = :namespace AND session_id = :sid "
+        "AND key = :key"
+    )
+    session_block_update_if = (
+        "UPDATE threadloom_context_blocks SET content = :content, version = version + 1, updated_at = :now "
+        "WHERE namespace = :namespace AND session_id = :sid AND key = :key AND version = :based_on RETURNING version"
+    )
+    session_block_update = (
+        "UPDATE threadloom_context_blocks SET content = :content, version = version + 1, updated_at = :now "
+        "WHERE namespace = :namespace AND session_id = :sid AND key = :key RETURNING version"
+    )
+    session_block_insert = (
+        "INSERT INTO threadloom_context_blocks (namespace, session_id, key, content, version, updated_at) "
+        "VALUES (:namespace, :sid, :key, :content, 1, :now) "
+        "ON CONFLICT (namespace, session_id, key) DO NOTHING RETURNING version"
+    )
+    shared_block_read = (
+        "SELECT content, version FROM threadloom_shared_blocks WHERE namespace = :namespace AND scope = :scope AND "
+        "subject_id = :subject AND key = :key"
+    )
+    shared_block_update_if = (
+        "UPDATE threadloom_shared_blocks SET content = :content, version = version + 1, updated_at = :now "
+        "WHERE namespace = :namespace AND scope = :scope AND subject_id = :subject AND key = :key AND version = "
+        ":based_on RETURNING version"
+    )
+    shared_block_update = (
+        "UPDATE threadloom_shared_blocks SET content = :content, version = version + 1, updated_at = :now "
+        "WHERE namespace = :namespace AND scope = :scope AND subject_id = :subject AND key = :key RETURNING version"
+    )
+    shared_block_insert = (
+        "INSERT INTO threadloom_shared_blocks (namespace, scope, subject_id, key, content, version, updated_at) "
+        "VALUES (:namespace, :scope, :subject, :key, :content, 1, :now) "
+        "ON CONFLICT (namespace, scope, subject_id, key) DO NOTHING RETURNING version"
+    )
+    insert_block_version = (
+        "INSERT INTO threadloom_block_versions (namespace, scope, owner_id, key, version, content, size_bytes, "
+        "source, session_id, message_ids, request_id, note, created_at) "
+        "VALUES (:namespace, :scope, :owner, :key, :version, :content, :size_bytes, :source, :session_id, "
+        ":message_ids, :request_id, :note, :now)"
+    )
+    # Newest first, below :before; the content only while the running size (newest first) stays
+    # within :budget bytes (the first row always has it), so a page never reads more than it returns.
+    block_versions_page = (
+        "SELECT version, size_bytes, source, session_id, message_ids, request_id, note, created_at, "
+        "CASE WHEN running <= :budget OR running = size_bytes THEN content END FROM ("
+        "SELECT version, size_bytes, source, session_id, message_ids, request_id, note, created_at, content, "
+        "SUM(size_bytes) OVER (ORDER BY version DESC) AS running FROM threadloom_block_versions "
+        "WHERE namespace = :namespace AND scope = :scope AND owner_id = :owner AND key = :key AND version < :before "
+        "ORDER BY version DESC LIMIT :limit) AS page "
+        "ORDER BY version DESC"
+    )
+    get_block_version = (
+        "SELECT version, size_bytes, source, session_id, message_ids, request_id, note, created_at, content "
+        "FROM threadloom_block_versions WHERE namespace = :namespace AND scope = :scope AND owner_id = :owner AND key "
+        "= :key AND version = :version"
+    )
+    prune_block_versions = (
+        "DELETE FROM threadloom_block_versions WHERE namespace = :namespace AND scope = :scope AND owner_id = :owner "
+        "AND key = :key "
+        "AND (version < :oldest_kept OR (created_at < :cutoff AND version < :version))"
+    )
+    delete_owner_versions = (
+        "DELETE FROM threadloom_block_versions WHERE namespace = :namespace AND scope = :scope AND owner_id = :owner"
+    )
+    count_owner_versions = (
+        "SELECT COUNT(*) FROM threadloom_block_versions "
+        "WHERE namespace = :namespace AND scope = :scope AND owner_id = :owner"
+    )
+    # A removed session's links from the versions it made of blocks that outlive it (0022).
+    unlink_session_versions = (
+        "UPDATE threadloom_block_versions SET session_id = NULL, message_ids = '[]' "
+        "WHERE namespace = :namespace AND session_id = :sid AND NOT (scope = 'session' AND owner_id = :sid)"
+    )
+    subject_blocks = (
+        "SELECT key, content, version, updated_at FROM threadloom_shared_blocks "
+        "WHERE namespace = :namespace AND scope = :scope AND subject_id = :subject ORDER BY key"
+    )
+    delete_subject_blocks = (
+        "DELETE FROM threadloom_shared_blocks WHERE namespace = :namespace AND scope = :scope AND subject_id = :subject"
+    )
+    owner_versions = (
+        "SELECT key, version, size_bytes, source, session_id, message_ids, request_id, note, created_at, content "
+        "FROM threadloom_block_versions WHERE namespace = :namespace AND scope = :scope AND owner_id = :owner "
+        "ORDER BY key, version"
+    )
+    import_shared_block = (
+        "INSERT INTO threadloom_shared_blocks (namespace, scope, subject_id, key, content, version, updated_at) "
+        "VALUES (:namespace, :scope, :subject, :key, :content, :version, :now) "
+        "ON CONFLICT (namespace, scope, subject_id, key) DO NOTHING RETURNING version"
+    )
+    import_block_version = (
+        "INSERT INTO threadloom_block_versions (namespace, scope, owner_id, key, version, content, size_bytes, "
+        "source, session_id, message_ids, request_id, note, created_at) "
+        "VALUES (:namespace, :scope, :owner, :key, :version, :content, :size_bytes, :source, :session_id, "
+        ":message_ids, :request_id, :note, :now) ON CONFLICT DO NOTHING"
+    )
+
     count_entries = "SELECT COUNT(*) FROM threadloom_search_entries WHERE scope = :scope AND label = :label"
     entry_exists = "SELECT 1 FROM threadloom_search_entries WHERE scope = :scope AND label = :label AND key = :key"
     upsert_entry = (
@@ -482,6 +588,67 @@ class SqliteSql(SqlDialect):
     )
     delete_session_compaction_requests = (
         "DELETE FROM threadloom_compaction_requests WHERE namespace = :namespace AND session_id = :sid"
+    )
+
+    # Reflection (storage/reflections.py): a run row per request key and the watermark move in one transaction.
+    get_reflection_mark = (
+        "SELECT message_id, request_key, updated_at FROM threadloom_reflection_marks "
+        "WHERE namespace = :namespace AND session_id = :sid"
+    )
+    insert_reflection_run = (
+        "INSERT INTO threadloom_reflection_runs "
+        "(namespace, request_key, session_id, after_message_id, to_message_id, messages_read, proposals, created_at) "
+        "VALUES (:namespace, :request_key, :sid, :after_id, :to_id, :messages_read, :proposals, :now) "
+        "ON CONFLICT (namespace, request_key) DO NOTHING RETURNING request_key"
+    )
+    insert_reflection_mark = (
+        "INSERT INTO threadloom_reflection_marks (namespace, session_id, message_id, request_key, updated_at) "
+        "VALUES (:namespace, :sid, :to_id, :request_key, :now) "
+        "ON CONFLICT (namespace, session_id) DO NOTHING RETURNING session_id"
+    )
+    advance_reflection_mark = (
+        "UPDATE threadloom_reflection_marks SET message_id = :to_id, request_key = :request_key, updated_at = :now "
+        "WHERE namespace = :namespace AND session_id = :sid AND message_id = :after_id RETURNING session_id"
+    )
+    insert_reflection_proposal = (
+        "INSERT INTO threadloom_reflection_proposals (namespace, id, session_id, request_key, seq, label, operation, "
+        "content, source_message_ids, based_on_version, status, created_at) "
+        "VALUES (:namespace, :id, :sid, :request_key, (SELECT COALESCE(MAX(seq), 0) + 1 "
+        "FROM threadloom_reflection_proposals WHERE namespace = :namespace AND session_id = :sid), "
+        ":label, :operation, :content, :sources, :based_on, :status, :now)"
+    )
+    get_reflection_proposal = (
+        f"SELECT {_PROPOSAL_COLUMNS} FROM threadloom_reflection_proposals "
+        "WHERE namespace = :namespace AND session_id = :sid AND id = :id"
+    )
+    list_reflection_proposals = (
+        f"SELECT {_PROPOSAL_COLUMNS} FROM threadloom_reflection_proposals "
+        "WHERE namespace = :namespace AND session_id = :sid AND (:status IS NULL OR status = :status) "
+        "AND seq > :after_seq ORDER BY seq LIMIT :limit"
+    )
+    run_reflection_proposals = (
+        f"SELECT {_PROPOSAL_COLUMNS} FROM threadloom_reflection_proposals "
+        "WHERE namespace = :namespace AND request_key = :request_key "
+        "AND (:status IS NULL OR status = :status) ORDER BY seq"
+    )
+    move_reflection_proposal = (
+        "UPDATE threadloom_reflection_proposals SET status = :to_status, error = :error, "
+        "applied_version = :applied_version, decided_at = :now "
+        "WHERE namespace = :namespace AND session_id = :sid AND id = :id AND status = :from_status RETURNING id"
+    )
+    # Every tenant's sessions last active in [:active_after, :idle_before) with activity after their last
+    # reflection: what the idle sweep queues (an operator read across namespaces, as retention's).
+    idle_unreflected_sessions = (
+        "SELECT s.namespace, s.id FROM threadloom_sessions s LEFT JOIN threadloom_reflection_marks m "
+        "ON m.namespace = s.namespace AND m.session_id = s.id "
+        "WHERE s.updated_at < :idle_before AND s.updated_at >= :active_after "
+        "AND (m.updated_at IS NULL OR m.updated_at < s.updated_at) "
+        "ORDER BY s.updated_at, s.namespace, s.id LIMIT :limit"
+    )
+    delete_session_reflections = (
+        "DELETE FROM threadloom_reflection_proposals WHERE namespace = :namespace AND session_id = :sid",
+        "DELETE FROM threadloom_reflection_runs WHERE namespace = :namespace AND session_id = :sid",
+        "DELETE FROM threadloom_reflection_marks WHERE namespace = :namespace AND session_id = :sid",
     )
 
     @classmethod

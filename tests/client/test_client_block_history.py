@@ -1,0 +1,70 @@
+"""Block scopes, versions and history through ``ThreadloomClient`` and the async client, against the local server.
+
+The local server's caller is one user (subject ``local``): two of their sessions share the
+subject-scoped ``memory``; a replacement based on an old version raises ``StaleVersionError``
+with the current version, as the library does; the history and a revert come back as the
+library's records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+import pytest
+from threadloom.client import AsyncThreadloomClient, ThreadloomClient
+from threadloom.errors import StaleVersionError
+
+from tests.support.local_server import local_server
+
+pytestmark = pytest.mark.e2e
+
+PROFILE = """
+blocks:
+  - {label: memory, kind: writable, scope: subject, description: Facts about the user}
+  - {label: notes, kind: writable}
+compaction: {enabled: false}
+"""
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with local_server(tmp_path_factory.mktemp("client-blocks") / "d", profile=PROFILE) as running:
+        yield running.url
+
+
+def test_sessions_of_one_user_share_memory_and_its_history(url: str) -> None:
+    with ThreadloomClient(url, token="not-checked-locally") as client:
+        one = client.get_session(client.create("one").id)
+        two = client.get_session(client.create("two").id)
+        written = one.replace_context_block("memory", "Name: Alice", based_on_version=0)
+        assert (written.scope, written.version) == ("subject", 1)
+        shared = two.get_context_block("memory")
+        assert shared is not None and (shared.content, shared.version) == ("Name: Alice", 1)
+        with pytest.raises(StaleVersionError) as stale:
+            two.replace_context_block("memory", "Name: Bob", based_on_version=0)
+        assert stale.value.current_version == 1 and stale.value.current_content is None
+        two.append_context_block("memory", "Likes tea")
+        versions, cursor = one.context_history("memory", limit=1)
+        assert [v.version for v in versions] == [2] and cursor is not None
+        older, end = one.context_history("memory", cursor=cursor)
+        assert [(v.version, v.content, v.change.source) for v in older] == [(1, "Name: Alice", "http")] and end is None
+        assert one.context_version("memory", 1).content == "Name: Alice"
+        reverted = one.revert_context("memory", 1, based_on_version=2)
+        assert (reverted.content, reverted.version) == ("Name: Alice", 3)
+        assert two.get_context_block("notes").scope == "session"  # type: ignore[union-attr]
+
+
+def test_the_async_client_reads_history_and_reverts(url: str) -> None:
+    async def run() -> None:
+        async with AsyncThreadloomClient(url, token="not-checked-locally") as client:
+            session = client.get_session((await client.create("async")).id)
+            await session.replace_context_block("notes", "first")
+            await session.replace_context_block("notes", "second")
+            versions, _ = await session.context_history("notes")
+            assert [v.content for v in versions] == ["second", "first"]
+            reverted = await session.revert_context("notes", 1)
+            assert (reverted.content, reverted.version) == ("first", 3)
+            assert (await session.context_version("notes", 2)).content == "second"
+
+    asyncio.run(run())

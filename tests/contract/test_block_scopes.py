@@ -1,0 +1,200 @@
+"""Block scopes on every backend: a ``subject`` block is shared by one end user's sessions, a ``tenant``
+block by the tenant's, a ``session`` block (the default) by no one; and the frozen prompt stays frozen.
+
+Every row is owned: a subject's block never reaches another subject or another tenant.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from threadloom.core.manager import SessionManager
+from threadloom.errors import ReadOnlyBlockError, StaleVersionError, ValidationError
+from threadloom.records import BlockChange
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+
+def _manager(store: Any, namespace: str) -> SessionManager:
+    return (
+        SessionManager(store, namespace=namespace)
+        .with_context("memory", description="Facts about the user", max_tokens=200, scope="subject")
+        .with_context("house", description="Team notes", scope="tenant")
+        .with_context("scratch")
+        .with_cached_prompt()
+    )
+
+
+def _text(message_id: str, text: str) -> dict[str, Any]:
+    return {"id": message_id, "role": "user", "parts": [{"type": "text", "text": text}]}
+
+
+def test_a_subject_block_is_shared_by_that_subjects_sessions_only(make_store: Callable[[], Any]) -> None:
+    tenant_a = _manager(make_store(), "tenant-a")
+    alice_1 = tenant_a.create_session("one", subject_id="alice")
+    alice_2 = tenant_a.create_session("two", subject_id="alice")
+    bob = tenant_a.create_session("bob's", subject_id="bob")
+    tenant_a.get_session(alice_1.id).append_context_block("memory", "Name: Alice")
+    tenant_a.get_session(alice_1.id).append_context_block("scratch", "only in one")
+    # Another process (a second Lambda) sees Alice's memory in her other session, not in Bob's
+    other_process = _manager(make_store(), "tenant-a")
+    memory = other_process.get_session(alice_2.id).get_context_block("memory")
+    assert memory is not None and (memory.content, memory.scope, memory.version) == ("Name: Alice", "subject", 1)
+    assert other_process.get_session(bob.id).get_context_block("memory").content == ""  # type: ignore[union-attr]
+    assert other_process.get_session(alice_2.id).get_context_block("scratch").content == ""  # type: ignore[union-attr]
+    # and the same subject id in another tenant is another user
+    tenant_b = _manager(make_store(), "tenant-b")
+    alice_b = tenant_b.create_session("b", subject_id="alice")
+    assert tenant_b.get_session(alice_b.id).get_context_block("memory").content == ""  # type: ignore[union-attr]
+
+
+def test_a_tenant_block_is_shared_by_the_tenants_sessions_only(make_store: Callable[[], Any]) -> None:
+    tenant_a = _manager(make_store(), "tenant-a")
+    first = tenant_a.create_session("one", subject_id="alice")
+    second = tenant_a.create_session("two")
+    tenant_a.get_session(first.id).replace_context_block("house", "Ship on Fridays")
+    assert _manager(make_store(), "tenant-a").get_session(second.id).get_context_block("house").content == (  # type: ignore[union-attr]
+        "Ship on Fridays"
+    )
+    tenant_b = _manager(make_store(), "tenant-b")
+    other = tenant_b.create_session("b")
+    assert tenant_b.get_session(other.id).get_context_block("house").content == ""  # type: ignore[union-attr]
+
+
+def test_a_subject_block_of_a_session_without_subject_is_read_only(make_store: Callable[[], Any]) -> None:
+    manager = _manager(make_store(), "tenant-a")
+    anonymous = manager.get_session(manager.create_session("anon").id)
+    block = anonymous.get_context_block("memory")
+    assert block is not None and not block.writable and block.content == ""
+    with pytest.raises(ReadOnlyBlockError, match='Block "memory" is readonly'):
+        anonymous.replace_context_block("memory", "who?")
+    result = anonymous.tools()["set_context"].execute({"label": "house", "content": "fine"})
+    assert result.startswith("Written to house")
+
+
+def test_an_unknown_scope_is_refused(make_store: Callable[[], Any]) -> None:
+    with pytest.raises(ValidationError, match="scope must be one of session, subject, tenant"):
+        SessionManager(make_store(), namespace="t").get_session("s").with_context("x", scope="user")  # type: ignore[arg-type]
+
+
+def test_a_stale_replacement_is_refused_and_the_model_is_told_to_reread(make_store: Callable[[], Any]) -> None:
+    manager = _manager(make_store(), "tenant-a")
+    one = manager.create_session("one", subject_id="alice")
+    two = manager.create_session("two", subject_id="alice")
+    first = manager.get_session(one.id)
+    second = _manager(make_store(), "tenant-a").get_session(two.id)
+    first.freeze_system_prompt()
+    second.freeze_system_prompt()  # both models were shown version 0 (empty)
+    assert first.tools()["set_context"].execute({"label": "memory", "content": "Name: Alice"}).startswith("Written")
+    refused = second.tools()["set_context"].execute({"label": "memory", "content": "Likes tea"})
+    assert refused.startswith('Error: block "memory" was changed by another conversation')
+    assert "now at version 1" in refused and refused.endswith("--- current content of memory ---\nName: Alice")
+    # the refusal wrote nothing; having re-read, the model's next replacement lands on version 1
+    assert second.get_context_block("memory").content == "Name: Alice"  # type: ignore[union-attr]
+    merged = second.tools()["set_context"].execute({"label": "memory", "content": "Name: Alice\nLikes tea"})
+    assert merged.startswith("Written to memory")
+    assert first.read_context_block("memory").version == 2  # type: ignore[union-attr]
+    # an explicit base version (the HTTP API's) is checked the same way
+    with pytest.raises(StaleVersionError) as stale:
+        first.replace_context_block("memory", "x", based_on_version=1, change=BlockChange(source="http"))
+    assert (stale.value.current_version, stale.value.current_content) == (2, "Name: Alice\nLikes tea")
+
+
+def test_appends_are_merged_with_what_is_stored_and_max_tokens_still_holds(make_store: Callable[[], Any]) -> None:
+    manager = _manager(make_store(), "tenant-a")
+    one = manager.get_session(manager.create_session("one", subject_id="alice").id)
+    two = _manager(make_store(), "tenant-a").get_session(manager.create_session("two", subject_id="alice").id)
+    one.get_context_blocks()
+    two.get_context_blocks()  # both hold the empty block
+    one.tools()["set_context"].execute({"label": "memory", "content": "Name: Alice", "action": "append"})
+    two.tools()["set_context"].execute({"label": "memory", "content": "Likes tea", "action": "append"})
+    assert one.read_context_block("memory").content == "Name: Alice\nLikes tea"  # type: ignore[union-attr]
+    too_long = two.tools()["set_context"].execute({"label": "memory", "content": "word " * 400, "action": "append"})
+    assert too_long.startswith('Error: Block "memory" exceeds maxTokens')
+    assert one.read_context_block("memory").version == 2  # type: ignore[union-attr]
+
+
+def test_a_shared_change_makes_other_frozen_prompts_stale_until_refreshed(make_store: Callable[[], Any]) -> None:
+    manager = _manager(make_store(), "tenant-a")
+    one = manager.get_session(manager.create_session("one", subject_id="alice").id)
+    two = _manager(make_store(), "tenant-a").get_session(manager.create_session("two", subject_id="alice").id)
+    one.append_message(_text("m1", "hi"))
+    frozen_two = two.freeze_system_prompt()
+    one.freeze_system_prompt()
+    assert two.stale_prompt_blocks() == []
+    one.append_context_block("memory", "Name: Alice")
+    one.replace_context_block("scratch", "a session block never makes another prompt stale")
+    # Two's prompt stays frozen (byte for byte) but says which shared block changed under it
+    assert two.freeze_system_prompt() == frozen_two
+    assert two.stale_prompt_blocks() == ["memory"]
+    refreshed = two.refresh_system_prompt()
+    assert "Name: Alice" in refreshed and two.stale_prompt_blocks() == []
+    assert two.freeze_system_prompt() == refreshed
+
+
+def test_opening_a_session_with_subject_blocks_costs_one_more_read(make_store: Callable[[], Any]) -> None:
+    store = make_store()
+    manager = _manager(store, "tenant-a")
+    info = manager.create_session("one", subject_id="alice")
+    plain = SessionManager(store, namespace="tenant-a").with_context("scratch").with_cached_prompt()
+    counted = _count_round_trips(store)
+    plain.get(info.id)
+    plain.get_session(info.id).freeze_system_prompt()
+    without_shared = counted()
+    manager.get(info.id)
+    manager.get_session(info.id).freeze_system_prompt()
+    with_shared = counted() - without_shared
+    assert with_shared - without_shared <= 1, (without_shared, with_shared)
+
+
+def _count_round_trips(store: Any) -> Callable[[], int]:
+    """Count the database calls a store makes (each is one round trip on PostgreSQL)."""
+    database = store.database
+    calls = [0]
+    for name in ("query_once", "read_together", "read_when_missing", "execute_once", "write", "read"):
+        original = getattr(database, name)
+
+        def counting(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            calls[0] += 1
+            return _original(*args, **kwargs)
+
+        setattr(database, name, counting)
+    return lambda: calls[0]
+
+
+class _Recorder:
+    """A live publisher that keeps what it was given."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, Any]] = []
+
+    def publish(self, namespace: str, session_id: str, event: Any) -> None:
+        self.events.append((namespace, session_id, event))
+
+
+def test_live_viewers_of_the_other_sessions_hear_their_prompt_is_stale(make_store: Callable[[], Any]) -> None:
+    from threadloom.live.publisher import attach_publisher
+
+    recorder = _Recorder()
+    manager = attach_publisher(_manager(make_store(), "tenant-a"), recorder)
+    one = manager.create_session("one", subject_id="alice")
+    two = manager.create_session("two", subject_id="alice")
+    bob = manager.create_session("bob", subject_id="bob")
+    for session_id in (two.id, bob.id):
+        manager.get_session(session_id).freeze_system_prompt()
+    manager.get_session(one.id).tools()["set_context"].execute({"label": "memory", "content": "Name: Alice"})
+    stale = [(sid, event) for _, sid, event in recorder.events if event.get("staleBlocks")]
+    assert [(sid, event["type"], event["staleBlocks"]) for sid, event in stale] == [
+        (two.id, "session_status", ["memory"])
+    ]
+    # a tenant block concerns every session of the tenant that froze a prompt, Bob's too
+    recorder.events.clear()
+    manager.get_session(one.id).replace_context_block("house", "Ship on Fridays")
+    told = {sid: event["staleBlocks"] for _, sid, event in recorder.events if event.get("staleBlocks")}
+    assert told == {two.id: ["memory", "house"], bob.id: ["house"]}  # two's prompt also still misses the memory
+    # a session-scoped block concerns no one else
+    recorder.events.clear()
+    manager.get_session(one.id).replace_context_block("scratch", "mine")
+    assert not [event for _, _, event in recorder.events if event.get("staleBlocks")]

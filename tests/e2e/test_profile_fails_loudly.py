@@ -1,0 +1,149 @@
+"""An invalid deployment profile fails at start, once, in words (issue 26 item 7).
+
+It used to let ``threadloom serve`` start and then answer every request with 500 ``internal_error``, and a Lambda
+did the same on every invocation. Now the local server exits with one line naming the file, the key and the
+problem, and the API Lambda logs it once at init and answers ``invalid_profile``. Both run as real processes:
+the server through ``python -m threadloom.local_server`` and ``threadloom serve``, the Lambda entry point
+imported fresh in a subprocess with the profile in its environment, as Lambda's init does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.local_server import ROOT, free_port
+
+pytestmark = pytest.mark.e2e
+
+BAD_KEY = "name: typo\ncompaction:\n  treshold: 100\n"
+BAD_VALUE = "name: small\nlimits:\n  max_page_size: -1\n"
+
+
+def start_server(tmp_path: Path, profile: str, *command: str) -> subprocess.CompletedProcess[str]:
+    path = tmp_path / "profile.yaml"
+    path.write_text(profile, encoding="utf-8")
+    environment = {**os.environ, "THREADLOOM_PROFILE": str(path)}
+    arguments = [*command, "--port", str(free_port()), "--data-dir", str(tmp_path / "data")]
+    return subprocess.run(arguments, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_the_local_server_exits_with_one_line_naming_file_key_and_problem(tmp_path: Path) -> None:
+    finished = start_server(tmp_path, BAD_KEY, sys.executable, "-m", "threadloom.local_server")
+    assert finished.returncode == 1
+    assert finished.stdout == ""  # no banner: it never listened
+    assert finished.stderr.splitlines() == [
+        f"threadloom: Invalid deployment profile {tmp_path / 'profile.yaml'}: compaction.treshold: unknown key"
+    ]
+
+
+def test_a_bad_value_names_its_key_and_what_is_wrong(tmp_path: Path) -> None:
+    finished = start_server(tmp_path, BAD_VALUE, sys.executable, "-m", "threadloom.local_server")
+    assert finished.returncode == 1
+    assert finished.stderr.splitlines() == [
+        f"threadloom: Invalid deployment profile {tmp_path / 'profile.yaml'}: "
+        "limits.max_page_size: Input should be greater than 0"
+    ]
+
+
+def test_threadloom_serve_exits_the_same_way(tmp_path: Path) -> None:
+    command = str(Path(sys.executable).parent / "threadloom")
+    finished = start_server(tmp_path, BAD_KEY, command, "serve")
+    assert finished.returncode == 1
+    assert finished.stderr.strip().splitlines()[-1] == (
+        f"threadloom: Invalid deployment profile {tmp_path / 'profile.yaml'}: compaction.treshold: unknown key"
+    )
+
+
+def test_an_unreadable_profile_is_one_line_too(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere.yaml"
+    environment = {**os.environ, "THREADLOOM_PROFILE": str(missing)}
+    arguments = [sys.executable, "-m", "threadloom.local_server", "--port", str(free_port())]
+    finished = subprocess.run(
+        [*arguments, "--data-dir", str(tmp_path / "data")],
+        cwd=ROOT,
+        check=False,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert finished.returncode == 1
+    assert finished.stderr.splitlines() == [
+        f"threadloom: Cannot read deployment profile {missing}: [Errno 2] No such file or directory: '{missing}'"
+    ]
+
+
+LAMBDA_SCRIPT = """
+import json, sys
+sys.path[:0] = ["functions/api", "."]
+from tests.support.api import FakeLambdaContext, gateway_event
+import threadloom_api
+for path in ("/sessions", "/health"):
+    response = threadloom_api.lambda_handler(gateway_event("GET", path), FakeLambdaContext())
+    print("RESPONSE " + json.dumps({"status": response["statusCode"], "body": json.loads(response["body"])}))
+"""
+
+
+def run_lambda(tmp_path: Path, profile: str | None) -> tuple[list[dict[str, object]], list[dict[str, object]]]:
+    """Import the API function as Lambda's init does and call it twice: (its JSON log lines, its two answers)."""
+    environment = {
+        **os.environ,
+        "THREADLOOM_SQLITE_PATH": str(tmp_path / "lambda.db"),
+        "POWERTOOLS_SERVICE_NAME": "threadloom-api",
+        "POWERTOOLS_METRICS_DISABLED": "1",
+        "POWERTOOLS_TRACE_DISABLED": "1",
+    }
+    environment.pop("THREADLOOM_PROFILE", None)
+    if profile is not None:
+        path = tmp_path / "profile.yaml"
+        path.write_text(profile, encoding="utf-8")
+        environment["THREADLOOM_PROFILE"] = str(path)
+    finished = subprocess.run(
+        [sys.executable, "-c", LAMBDA_SCRIPT],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert finished.returncode == 0, finished.stderr
+    logs, answers = [], []
+    for line in finished.stdout.splitlines():
+        if line.startswith("RESPONSE "):
+            answers.append(json.loads(line.removeprefix("RESPONSE ")))
+        elif line.startswith("{"):
+            logs.append(json.loads(line))
+    return logs, answers
+
+
+def test_the_lambda_logs_the_problem_once_at_init_and_refuses_every_request(tmp_path: Path) -> None:
+    logs, answers = run_lambda(tmp_path, BAD_KEY)
+    problems = [line for line in logs if "problem" in line]
+    assert len(problems) == 1  # at init, not once per invocation
+    assert problems[0]["level"] == "ERROR"
+    assert problems[0]["service"] == "threadloom-api"
+    assert problems[0]["problem"] == (
+        f"Invalid deployment profile {tmp_path / 'profile.yaml'}: compaction.treshold: unknown key"
+    )
+    assert [answer["status"] for answer in answers] == [500, 500]
+    for answer in answers:
+        assert answer["body"] == {
+            "error": {
+                "code": "invalid_profile",
+                "message": "The service cannot answer: its deployment profile is invalid. "
+                "The operator finds the file, the key and the problem in the function's log.",
+            }
+        }
+
+
+def test_the_same_lambda_with_a_sound_profile_answers(tmp_path: Path) -> None:
+    logs, answers = run_lambda(tmp_path, "name: fine\n")
+    assert not [line for line in logs if "problem" in line]
+    assert [answer["status"] for answer in answers] == [200, 200]

@@ -1,0 +1,225 @@
+"""Block scopes, versions and history through the API Lambda handler, on SQLite and PostgreSQL (issue 26).
+
+A profile whose ``memory`` is a subject block: two sessions of one user share it, another user's
+and another tenant's sessions do not; a stale replacement is 409 with the current version; a
+stale tool call is a 200 tool result with ``isError``; the history shows who changed what and a
+revert is a new version; the status says when the frozen prompt is stale.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from threadloom import SqliteStore
+from threadloom.api.profile import parse_profile
+from threadloom.api.runtime import Runtime, Settings, set_runtime
+
+from tests.support.api import backend_store, call
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
+PROFILE = {
+    "blocks": [
+        {"label": "soul", "kind": "static", "content": "You are kind."},
+        {"label": "memory", "kind": "writable", "description": "Facts about the user", "scope": "subject"},
+        {"label": "house", "kind": "writable", "scope": "tenant"},
+        {"label": "scratch", "kind": "writable", "max_tokens": 50},
+    ],
+    "compaction": {"enabled": False},
+    "block_history": {"keep_versions": 5},
+}
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def runtime(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Runtime]:
+    store = backend_store(request)
+    runtime = Runtime(
+        Settings(sqlite_path=str(tmp_path / "api.db")),
+        store=store if store is not None else SqliteStore(str(tmp_path / "api.db")),
+        profile=parse_profile(PROFILE),
+    )
+    set_runtime(runtime)
+    yield runtime
+    set_runtime(None)
+
+
+def _session(tenant: str, name: str, **body: Any) -> str:
+    scopes = ["threadloom/act-for-users"] if body.get("subjectId") not in (None, tenant) else None
+    status, created = call("POST", "/sessions", {"name": name, **body}, tenant=tenant, scopes=scopes)
+    assert status == 201, created
+    return str(created["id"])
+
+
+def _append(tenant: str, session_id: str, message_id: str, text: str) -> None:
+    message = {"id": message_id, "role": "user", "parts": [{"type": "text", "text": text}]}
+    assert call("POST", f"/sessions/{session_id}/messages", {"message": message}, tenant=tenant)[0] == 201
+
+
+def test_two_conversations_of_one_user_share_a_subject_block(runtime: Runtime) -> None:
+    one = _session("alice", "one")
+    two = _session("alice", "two")
+    _append("alice", one, "m1", "My name is Alice")
+    status, result = call(
+        "POST",
+        f"/sessions/{one}/tools/set_context",
+        {"input": {"label": "memory", "content": "Name: Alice"}},
+        tenant="alice",
+    )
+    assert status == 200 and result == {"output": "Written to memory. Usage: 3 tokens", "isError": False}
+    status, block = call("GET", f"/sessions/{two}/context/memory", tenant="alice")
+    assert status == 200
+    assert (block["content"], block["scope"], block["version"], block["writable"]) == (
+        "Name: Alice",
+        "subject",
+        1,
+        True,
+    )
+    assert "Name: Alice" in call("GET", f"/sessions/{two}/system-prompt", tenant="alice")[1]["systemPrompt"]
+    # another tenant's user, and another tenant, see their own (empty) memory
+    bob = _session("bob", "bob's")
+    assert call("GET", f"/sessions/{bob}/context/memory", tenant="bob")[1]["content"] == ""
+    # and another tenant cannot reach Alice's session, its block or its history at all
+    for path in (f"/sessions/{one}/context/memory", f"/sessions/{one}/context/memory/history"):
+        assert call("GET", path, tenant="bob")[0] == 404
+    assert call("GET", f"/sessions/{one}/context/memory/history/1", tenant="bob")[0] == 404
+    assert call("POST", f"/sessions/{one}/context/memory/revert", {"version": 1}, tenant="bob")[0] == 404
+
+
+def test_a_service_token_keeps_its_users_memories_apart(runtime: Runtime) -> None:
+    # One tenant (the service), two end users named by subjectId: each user's sessions share only their own memory
+    act = ["threadloom/act-for-users"]
+    alice = [_session("service", f"alice {n}", subjectId="alice") for n in (1, 2)]
+    bob = _session("service", "bob", subjectId="bob")
+    call("PUT", f"/sessions/{alice[0]}/context/memory", {"content": "Name: Alice"}, tenant="service", scopes=act)
+    assert call("GET", f"/sessions/{alice[1]}/context/memory", tenant="service")[1]["content"] == "Name: Alice"
+    assert call("GET", f"/sessions/{bob}/context/memory", tenant="service")[1]["content"] == ""
+    call("PUT", f"/sessions/{bob}/context/house", {"content": "tenant-wide"}, tenant="service")
+    assert call("GET", f"/sessions/{alice[0]}/context/house", tenant="service")[1]["content"] == "tenant-wide"
+
+
+def test_a_stale_replacement_is_409_with_the_current_version(runtime: Runtime) -> None:
+    one = _session("alice", "one")
+    two = _session("alice", "two")
+    put = call(
+        "PUT", f"/sessions/{one}/context/memory", {"content": "Name: Alice", "basedOnVersion": 0}, tenant="alice"
+    )
+    assert put[0] == 200 and put[1]["version"] == 1
+    status, error = call(
+        "PUT", f"/sessions/{two}/context/memory", {"content": "Name: Bob?", "basedOnVersion": 0}, tenant="alice"
+    )
+    assert status == 409
+    assert error["error"]["code"] == "stale_version" and error["error"]["currentVersion"] == 1
+    assert "changed since version 0" in error["error"]["message"]
+    assert call("GET", f"/sessions/{one}/context/memory", tenant="alice")[1]["content"] == "Name: Alice"
+    appended = call(
+        "PUT", f"/sessions/{two}/context/memory", {"content": "Likes tea", "mode": "append"}, tenant="alice"
+    )
+    assert appended[1]["content"] == "Name: Alice\nLikes tea" and appended[1]["version"] == 2
+    refused = call(
+        "PUT",
+        f"/sessions/{two}/context/memory",
+        {"content": "x", "mode": "append", "basedOnVersion": 2},
+        tenant="alice",
+    )
+    assert refused[0] == 400 and "basedOnVersion is for replacements" in refused[1]["error"]["message"]
+    over = call("PUT", f"/sessions/{two}/context/scratch", {"content": "word " * 100}, tenant="alice")
+    assert over[0] == 409 and over[1]["error"]["code"] == "block_limit_exceeded"
+
+
+def test_a_stale_tool_call_is_an_error_result_that_says_to_reread(runtime: Runtime) -> None:
+    one = _session("alice", "one")
+    two = _session("alice", "two")
+    call("GET", f"/sessions/{two}/system-prompt", tenant="alice")  # two's model was shown the empty memory
+    call("PUT", f"/sessions/{one}/context/memory", {"content": "Name: Alice"}, tenant="alice")
+    status, result = call(
+        "POST",
+        f"/sessions/{two}/tools/set_context",
+        {"input": {"label": "memory", "content": "Name: A."}},
+        tenant="alice",
+    )
+    assert status == 200 and result["isError"] is True
+    assert "was changed by another conversation" in result["output"] and result["output"].endswith("Name: Alice")
+
+
+def test_history_pages_reads_and_reverts(runtime: Runtime) -> None:
+    one = _session("alice", "one")
+    _append("alice", one, "m1", "I'm Alice and I like tea")
+    call(
+        "POST",
+        f"/sessions/{one}/tools/set_context",
+        {"input": {"label": "memory", "content": "Name: Alice"}},
+        tenant="alice",
+    )
+    for index in range(2, 8):
+        call("PUT", f"/sessions/{one}/context/memory", {"content": f"Name: Alice\nfact {index}"}, tenant="alice")
+    status, page = call("GET", f"/sessions/{one}/context/memory/history", query={"limit": "2"}, tenant="alice")
+    assert status == 200 and [v["version"] for v in page["versions"]] == [7, 6] and page["nextCursor"]
+    assert page["versions"][0]["change"]["source"] == "http" and page["versions"][0]["sizeBytes"] == 18
+    rest = call("GET", f"/sessions/{one}/context/memory/history", query={"cursor": page["nextCursor"]}, tenant="alice")[
+        1
+    ]
+    # keep_versions 5 in the profile: versions 1 and 2 are gone, the history is bounded
+    assert [v["version"] for v in rest["versions"]] == [5, 4, 3] and rest["nextCursor"] is None
+    assert call("GET", f"/sessions/{one}/context/memory/history/1", tenant="alice")[0] == 404
+    old = call("GET", f"/sessions/{one}/context/memory/history/3", tenant="alice")[1]
+    assert old["content"] == "Name: Alice\nfact 3" and old["label"] == "memory"
+    status, reverted = call("POST", f"/sessions/{one}/context/memory/revert", {"version": 3}, tenant="alice")
+    assert status == 200 and (reverted["content"], reverted["version"]) == ("Name: Alice\nfact 3", 8)
+    stale = call("POST", f"/sessions/{one}/context/memory/revert", {"version": 4, "basedOnVersion": 7}, tenant="alice")
+    assert stale[0] == 409 and stale[1]["error"]["currentVersion"] == 8
+    # version 3 itself was pruned by the revert's new version (keep 5: versions 4 to 8)
+    assert call("GET", f"/sessions/{one}/context/memory/history/3", tenant="alice")[0] == 404
+    other_list = call(
+        "GET", f"/sessions/{one}/context/house/history", query={"cursor": page["nextCursor"]}, tenant="alice"
+    )
+    assert other_list[0] == 400 and "another list" in other_list[1]["error"]["message"]
+    assert call("GET", f"/sessions/{one}/context/soul/history", tenant="alice")[0] == 400
+
+
+def test_a_tool_change_says_which_session_and_message_it_came_from(runtime: Runtime) -> None:
+    one = _session("alice", "one")
+    _append("alice", one, "m1", "Call me Al")
+    call(
+        "POST",
+        f"/sessions/{one}/tools/set_context",
+        {"input": {"label": "memory", "content": "Name: Al"}},
+        tenant="alice",
+    )
+    [version] = call("GET", f"/sessions/{one}/context/memory/history", tenant="alice")[1]["versions"]
+    assert version["change"] == {
+        "source": "tool",
+        "sessionId": one,
+        "messageIds": ["m1"],
+        "requestId": None,
+        "note": None,
+    }
+
+
+def test_the_status_says_the_frozen_prompt_is_stale_until_refreshed(runtime: Runtime) -> None:
+    one = _session("alice", "one")
+    two = _session("alice", "two")
+    frozen = call("GET", f"/sessions/{two}/system-prompt", tenant="alice")[1]["systemPrompt"]
+    assert call("GET", f"/sessions/{two}/status", tenant="alice")[1]["staleBlocks"] == []
+    call("PUT", f"/sessions/{one}/context/house", {"content": "Ship on Fridays"}, tenant="alice")
+    assert call("GET", f"/sessions/{two}/status", tenant="alice")[1]["staleBlocks"] == ["house"]
+    assert call("GET", f"/sessions/{two}/system-prompt", tenant="alice")[1]["systemPrompt"] == frozen
+    refreshed = call("POST", f"/sessions/{two}/system-prompt/refresh", tenant="alice")[1]["systemPrompt"]
+    assert "Ship on Fridays" in refreshed
+    assert call("GET", f"/sessions/{two}/status", tenant="alice")[1]["staleBlocks"] == []
+
+
+def test_naming_another_users_subject_needs_the_act_for_users_scope(runtime: Runtime) -> None:
+    status, error = call("POST", "/sessions", {"name": "x", "subjectId": "victim"}, tenant="attacker")
+    assert status == 403 and "threadloom/act-for-users" in error["error"]["message"]
+    assert _session("attacker", "mine", subjectId="attacker")  # one's own subject needs nothing
+    status, created = call(
+        "POST",
+        "/sessions",
+        {"name": "for a user", "subjectId": "customer-42"},
+        tenant="service",
+        scopes=["threadloom/act-for-users"],
+    )
+    assert status == 201 and created["subjectId"] == "customer-42"
