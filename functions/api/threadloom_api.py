@@ -1,11 +1,10 @@
 """The HTTP API Lambda's entry point (``Handler: threadloom_api.lambda_handler``): the app lives in the package.
 
 ``threadloom.api.routes.app`` builds the resolver, its routes and error mapping, so the local server
-(``threadloom serve``) and this function run the same code from the same wheel. A request for ``/mcp``
-goes to ``threadloom.mcp.http`` instead, imported on the first such request only, so that a cold start
-for any other route loads none of the MCP SDK. The deployment profile is checked once here, at init: an
-invalid one is logged once and every request gets the ``invalid_profile`` refusal (``threadloom.api.startup``)
-instead of a 500 ``internal_error`` per request.
+(``threadloom serve``) and this function run the same code from the same wheel. ``/mcp`` is not served here:
+the HTTP API sends it to the MCP function (``functions/mcp``), which ships the MCP SDK this one never loads.
+The deployment profile is checked once here, at init: an invalid one is logged once and every request gets the
+``invalid_profile`` refusal (``threadloom.api.startup``) instead of a 500 ``internal_error`` per request.
 """
 
 from __future__ import annotations
@@ -19,19 +18,13 @@ from threadloom.api.routes.app import lambda_handler as api_handler
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
-MCP_PATHS = frozenset({"/mcp", "/mcp/"})
 PROFILE_PROBLEM = startup.profile_problem()
 
 
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    """``/mcp`` to the MCP server, every other path to the REST app; nothing while the profile is invalid."""
+    """Every path to the REST app; nothing while the profile is invalid."""
     if PROFILE_PROBLEM is not None:
         return startup.refusal()
-    if event.get("rawPath") in MCP_PATHS:
-        from threadloom.mcp.http import lambda_handler as mcp_handler
-
-        response: dict[str, Any] = mcp_handler(event, context)
-        return response
     answer: dict[str, Any] = api_handler(event, context)
     return answer
 

@@ -149,7 +149,7 @@ def test_every_route_calls_the_published_alias_under_one_permission() -> None:
     """One permission for the whole API: SAM's one per route event filled the function's 20 KB resource policy."""
     resources = expand({})["Resources"]
     paths = resources["HttpApi"]["Properties"]["Body"]["paths"]
-    routes = [method for methods in paths.values() for method in methods.values()]
+    routes = [method for path, methods in paths.items() if path != "/mcp" for method in methods.values()]
     assert len(routes) >= 40
     for route in routes:
         uri = route["x-amazon-apigateway-integration"]["uri"]["Fn::Sub"]
@@ -176,6 +176,71 @@ def test_routes_without_their_own_security_get_the_jwt_authorizer() -> None:
     assert security[("post", "/subjects/{subjectId}/erase")] == [{"JwtAuthorizer": [{"Ref": "AdminScope"}]}]
     others = set(security) - public - {("post", "/subjects/{subjectId}/erase")}
     assert all(security[key] == [{"JwtAuthorizer": []}] for key in others)
+
+
+# ------------------------------------------------------------------ /mcp on its own function
+
+
+def test_mcp_calls_the_mcp_functions_alias_behind_the_jwt_authorizer_under_its_own_permission() -> None:
+    resources = expand({})["Resources"]
+    paths = resources["HttpApi"]["Properties"]["Body"]["paths"]
+    assert list(paths["/mcp"]) == ["post"]  # stateless JSON: no GET stream, no DELETE of a session
+    route = paths["/mcp"]["post"]
+    uri = route["x-amazon-apigateway-integration"]["uri"]["Fn::Sub"]
+    assert uri.endswith("/functions/${McpFunction.Arn}:live/invocations")
+    assert route["x-amazon-apigateway-integration"]["payloadFormatVersion"] == "2.0"
+    assert route["security"] == [{"JwtAuthorizer": []}]  # the same authorizer as every private route
+    assert "McpFunctionAliaslive" in resources
+    (permission,) = [
+        resource["Properties"]
+        for resource in of_type(resources, "AWS::Lambda::Permission").values()
+        if "McpFunction" in json.dumps(resource["Properties"]["FunctionName"])
+    ]
+    assert permission["FunctionName"] == {"Ref": "McpFunctionAliaslive"}
+    assert permission["SourceArn"] == {
+        "Fn::Sub": "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${HttpApi}/*/*/mcp"
+    }
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_the_mcp_function_runs_where_and_as_the_api_function_does(name: str) -> None:
+    resources = resolve(PARAMETER_SETS[name])
+    api, mcp = resources["ApiFunction"]["Properties"], resources["McpFunction"]["Properties"]
+    same = ("VpcConfig", "Layers", "Runtime", "Architectures", "MemorySize", "Timeout", "TracingConfig")
+    assert {key: mcp.get(key) for key in same} == {key: api.get(key) for key in same}
+    assert mcp["SnapStart"] == api["SnapStart"] == {"ApplyOn": "PublishedVersions"}
+    assert mcp["LoggingConfig"] == api["LoggingConfig"]
+    assert mcp["Handler"] == "threadloom_mcp.lambda_handler"
+    assert mcp.get("ReservedConcurrentExecutions") == api.get("ReservedConcurrentExecutions")
+    api_variables, mcp_variables = api["Environment"]["Variables"], mcp["Environment"]["Variables"]
+    shared = [key for key in api_variables if key.startswith(("THREADLOOM_DB_", "THREADLOOM_LIVE_"))]
+    shared += ["THREADLOOM_BACKEND", "THREADLOOM_TENANT_CLAIM", "THREADLOOM_SKILLS_BUCKET", "THREADLOOM_PROMPT_TABLE"]
+    shared += ["THREADLOOM_COMPACTION_QUEUE_URL", "THREADLOOM_CONNECTIONS_TABLE", "POWERTOOLS_METRICS_NAMESPACE"]
+    assert {key: mcp_variables.get(key) for key in shared} == {key: api_variables[key] for key in shared}
+    assert mcp_variables["POWERTOOLS_SERVICE_NAME"] == "threadloom-mcp"
+    role = resources["McpFunctionRole"]["Properties"]
+    assert {"Ref": "DatabaseConnectPolicy"} in role["ManagedPolicyArns"]
+
+
+def test_the_mcp_function_may_do_what_the_mcp_tools_do_and_no_more() -> None:
+    """No idempotency records, exports, imports or erasure over MCP; prompts and subscribers: read or written."""
+    resources = resolve({})
+    statements = [statement for owner, statement in policy_statements(resources) if owner == "McpFunctionRole"]
+    actions = {
+        action
+        for statement in statements
+        if statement.get("Effect") == "Allow" and "Principal" not in statement
+        for action in (statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]])
+    }
+    reads = {"s3:GetObject", "s3:ListBucket", "s3:GetBucketLocation", "s3:GetObjectVersion"}
+    assert actions == {*reads, "s3:GetLifecycleConfiguration", "dynamodb:GetItem", "dynamodb:PutItem"} | {
+        "dynamodb:Query",
+        "sqs:SendMessage*",  # the compaction queue and the live-events queue (SAM's SQSSendMessagePolicy)
+    }
+    named = set().union(*(references(statement.get("Resource")) for statement in statements))
+    assert named.isdisjoint({"IdempotencyTable", "ExportBucket"}), named
+    for action in ("dynamodb:DeleteItem", "dynamodb:Scan", "dynamodb:BatchWriteItem", "s3:PutObject"):
+        assert action not in actions, action
 
 
 # ------------------------------------------------------------------ deletion and rollback

@@ -31,11 +31,11 @@ def stdio_parameters(database: Path | str, namespace: str, *extra: str) -> Stdio
 
 
 def gateway_transport(tenant: str | None) -> httpx2.MockTransport:
-    """An HTTP transport that hands each request to the API function as API Gateway (payload 2.0) would.
+    """An HTTP transport that hands each request to the MCP function as API Gateway (payload 2.0) would.
 
     The JWT authorizer has run: the event carries the tenant's claims (none when ``tenant`` is None).
     """
-    from threadloom_api import lambda_handler
+    from threadloom_mcp import lambda_handler
 
     async def handle(request: httpx2.Request) -> httpx2.Response:
         body = await request.aread()

@@ -1,6 +1,6 @@
-"""The SDK's client over Streamable HTTP against the API function, with events shaped as API Gateway sends them.
+"""The SDK's client over Streamable HTTP against the MCP function, with events shaped as API Gateway sends them.
 
-Stateless: every request is a fresh Lambda invocation of ``threadloom_api.lambda_handler``; the tenant is
+Stateless: every request is a fresh Lambda invocation of ``threadloom_mcp.lambda_handler``; the tenant is
 the JWT's ``sub`` claim, as the authorizer passes it; what is not MCP is refused with the REST envelope.
 """
 
@@ -15,7 +15,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 from threadloom.api.runtime import set_runtime
 
-from tests.support.api import call, gateway_event, invoke, seeded_runtime
+from tests.support.api import call, gateway_event, seeded_runtime
 from tests.support.mcp import json_of, lambda_client, message, remember_a_fact, text_of
 
 INITIALIZE = {
@@ -138,9 +138,60 @@ def test_the_protocol_answers_plain_json_statelessly() -> None:
     assert 400 <= not_rpc["statusCode"] < 500
 
 
+def invoke(event: dict[str, Any]) -> tuple[int, Any]:
+    """Status and JSON body of the MCP function's answer."""
+    response = _raw(event)
+    return int(response["statusCode"]), json.loads(response["body"]) if response.get("body") else None
+
+
 def _raw(event: dict[str, Any]) -> dict[str, Any]:
-    from threadloom_api import lambda_handler
+    from threadloom_mcp import lambda_handler
 
     from tests.support.api import FakeLambdaContext
 
     return lambda_handler(event, FakeLambdaContext())  # type: ignore[arg-type]
+
+
+MCP_LAMBDA_SCRIPT = """
+import json, sys
+sys.path[:0] = ["functions/mcp", "."]
+from tests.support.api import FakeLambdaContext, gateway_event
+import threadloom_mcp
+body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+event = gateway_event("POST", "/mcp", raw_body=body, headers=headers)
+response = threadloom_mcp.lambda_handler(event, FakeLambdaContext())
+print("RESPONSE " + json.dumps({"status": response["statusCode"], "body": json.loads(response["body"])}))
+"""
+
+
+@pytest.mark.parametrize(("profile", "status"), [("compaction:\n  treshold: 10\n", 500), ("name: fine\n", 200)])
+def test_the_mcp_function_checks_the_profile_at_init_as_the_api_function_does(
+    tmp_path: Path, profile: str, status: int
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "profile.yaml").write_text(profile, encoding="utf-8")
+    environment = {
+        **os.environ,
+        "THREADLOOM_SQLITE_PATH": str(tmp_path / "lambda.db"),
+        "THREADLOOM_PROFILE": str(tmp_path / "profile.yaml"),
+        "POWERTOOLS_SERVICE_NAME": "threadloom-mcp",
+        "POWERTOOLS_METRICS_DISABLED": "1",
+        "POWERTOOLS_TRACE_DISABLED": "1",
+    }
+    root = Path(__file__).resolve().parents[3]
+    command = [sys.executable, "-c", MCP_LAMBDA_SCRIPT]
+    finished = subprocess.run(
+        command, cwd=root, env=environment, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert finished.returncode == 0, finished.stderr
+    (answer,) = [json.loads(line[9:]) for line in finished.stdout.splitlines() if line.startswith("RESPONSE ")]
+    assert answer["status"] == status
+    if status == 500:
+        assert answer["body"]["error"]["code"] == "invalid_profile"
+        assert sum("unknown key" in line for line in finished.stdout.splitlines()) == 1  # logged once, at init
+    else:
+        assert answer["body"]["result"] == {}  # ping answered

@@ -43,7 +43,7 @@ NEVER_AT_IMPORT = (
     "yaml",
     "aws_lambda_powertools.utilities.idempotency",  # imports boto3; loaded by the first keyed write
     "aws_lambda_powertools.event_handler.openapi.models",  # the OpenAPI document's models, for /openapi.json
-    "mcp",  # the MCP SDK: imported by the first request for /mcp only
+    "mcp",  # the MCP SDK: the MCP function's alone (functions/mcp)
     "threadloom.mcp",
     "starlette",
 )
@@ -142,19 +142,14 @@ def test_the_snapstart_warm_up_loads_what_the_import_deferred(tmp_path: Path) ->
     assert "aws_xray_sdk.ext.botocore.patch" in modules  # boto3 arrived traced
 
 
-def test_the_mcp_sdk_is_loaded_by_a_request_for_mcp_only(tmp_path: Path) -> None:
+def test_the_api_function_never_loads_the_mcp_sdk_not_even_for_mcp(tmp_path: Path) -> None:
+    """``/mcp`` is the MCP function's route; should a request reach the REST function, it is not found there."""
     event: dict[str, Any] = json.loads((ROOT / "events/api/health.json").read_text(encoding="utf-8"))
     local = {
         "AWS_LAMBDA_FUNCTION_NAME": "",
         "THREADLOOM_BACKEND": "sqlite",
         "THREADLOOM_SQLITE_PATH": str(tmp_path / "t.db"),
     }
-    health = (
-        "from tests.support.api import FakeLambdaContext\n"
-        "from threadloom_api import lambda_handler\n"
-        f"assert lambda_handler({event!r}, FakeLambdaContext())['statusCode'] == 200\n"
-    )
-    assert offending(loaded_modules("api", health, **local), ("mcp", "threadloom.mcp")) == []
     mcp_event = {
         **event,
         "rawPath": "/mcp",
@@ -173,6 +168,12 @@ def test_the_mcp_sdk_is_loaded_by_a_request_for_mcp_only(tmp_path: Path) -> None
         "from tests.support.api import FakeLambdaContext\n"
         "from threadloom_api import lambda_handler\n"
         f"response = lambda_handler({mcp_event!r}, FakeLambdaContext())\n"
-        "assert response['statusCode'] in (200, 401), response\n"
+        "assert response['statusCode'] in (401, 404), response\n"
     )
-    assert {"mcp", "threadloom.mcp.http"} <= loaded_modules("api", ping, **local)
+    assert offending(loaded_modules("api", ping, **local), ("mcp", "threadloom.mcp", "starlette")) == []
+
+
+def test_the_mcp_function_loads_the_sdk_at_start_up_for_the_snapshot() -> None:
+    modules = loaded_modules("mcp", "import threadloom_mcp")
+    assert {"mcp.server.streamable_http_manager", "threadloom.mcp.server", "threadloom.mcp.http"} <= modules
+    assert offending(modules, ("pg8000", "boto3", "threadloom.storage.postgres")) == []  # still on first use
