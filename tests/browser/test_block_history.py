@@ -57,8 +57,10 @@ def test_the_history_shows_each_version_its_diff_and_its_cause_and_reverts(page:
         "+ Name: Ada",
         "+ <b>Likes boats</b>",
     ]
+    assert oldest.find_elements("css selector", "pre.diff del") == []
     revert = oldest.find_element("css selector", "button.revert")
     assert newest.find_elements("css selector", "button.revert") == []
+    page.js("arguments[0].scrollIntoView()", page.css(".block-history h4"))
     page.screenshot("block-history")
     # And the message link opens that message in the conversation view
     oldest.find_element("css selector", "a.message-link").click()
