@@ -83,3 +83,21 @@ def test_the_history_shows_each_version_its_diff_and_its_cause_and_reverts(page:
     status, block = server.call("GET", f"/sessions/{sid}/context/memory")
     assert status == 200
     assert (block["content"], block["version"]) == (FIRST, 3)
+
+
+def test_a_revert_on_a_block_that_changed_meanwhile_is_refused_in_words(page: Page, server: Server) -> None:
+    # Given the history open on version 2, and then another writer makes version 3 behind the page's back
+    sid = write_twice(server)
+    open_history(page, sid)
+    revert = page.css('.block-history article.version[data-version="1"] button.revert')
+    status, body = server.call(
+        "PUT", f"/sessions/{sid}/context/memory", {"content": "Written elsewhere", "mode": "replace"}
+    )
+    assert (status, body["version"]) == (200, 3)
+    page.allowed_errors.append("/context/memory/revert")  # the browser logs the 409 it was asked to show
+    # When the page reverts to version 1
+    revert.click()
+    # Then it says why it was refused, and the other writer's content stays current
+    page.text_appears(".block-history .error", "HTTP 409, stale_version")
+    status, block = server.call("GET", f"/sessions/{sid}/context/memory")
+    assert (block["content"], block["version"]) == ("Written elsewhere", 3)
