@@ -128,8 +128,11 @@ export const api = {
   writeBlock: (id, label, content, mode) =>
     request("PUT", `/sessions/${enc(id)}/context/${enc(label)}`, { content, mode }),
   /** One page of a block's versions, newest first; `nextCursor` continues with older ones. */
-  blockHistory: (id, label, cursor) =>
-    request("GET", `/sessions/${enc(id)}/context/${enc(label)}/history${cursor ? `?cursor=${enc(cursor)}` : ""}`),
+  blockHistory: (id, label, { cursor, limit = 20 } = {}) => {
+    const query = new URLSearchParams({ limit: String(limit) });
+    if (cursor) query.set("cursor", cursor);
+    return request("GET", `/sessions/${enc(id)}/context/${enc(label)}/history?${query}`);
+  },
   /** Make `version` current again (a new version); `basedOnVersion` refuses it when the block moved on. */
   revertBlock: (id, label, version, basedOnVersion) =>
     request("POST", `/sessions/${enc(id)}/context/${enc(label)}/revert`, { version, basedOnVersion }),

@@ -107,7 +107,7 @@ export function renderHistory(container, ctx, block, { onReverted }) {
   }
 
   async function load() {
-    const page = await api.blockHistory(ctx.sessionId, block.label, cursor);
+    const page = await api.blockHistory(ctx.sessionId, block.label, { cursor });
     versions.push(...page.versions);
     cursor = page.nextCursor || null;
     showError(error, null);
