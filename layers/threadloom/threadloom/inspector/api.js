@@ -127,6 +127,15 @@ export const api = {
   blocks: (id) => request("GET", `/sessions/${enc(id)}/context`),
   writeBlock: (id, label, content, mode) =>
     request("PUT", `/sessions/${enc(id)}/context/${enc(label)}`, { content, mode }),
+  /** One page of a block's versions, newest first; `nextCursor` continues with older ones. */
+  blockHistory: (id, label, { cursor, limit = 20 } = {}) => {
+    const query = new URLSearchParams({ limit: String(limit) });
+    if (cursor) query.set("cursor", cursor);
+    return request("GET", `/sessions/${enc(id)}/context/${enc(label)}/history?${query}`);
+  },
+  /** Make `version` current again (a new version); `basedOnVersion` refuses it when the block moved on. */
+  revertBlock: (id, label, version, basedOnVersion) =>
+    request("POST", `/sessions/${enc(id)}/context/${enc(label)}/revert`, { version, basedOnVersion }),
   contextWindow: (id) => request("GET", `/sessions/${enc(id)}/context-window`),
   refreshPrompt: (id) => request("POST", `/sessions/${enc(id)}/system-prompt/refresh`),
   tools: (id) => request("GET", `/sessions/${enc(id)}/tools`),

@@ -2,7 +2,8 @@
 // (writable ones editable), loaded skills; and the frozen system prompt beside a fresh render.
 
 import { api } from "./api.js";
-import { diffLines } from "./diff.js";
+import { diffView } from "./diff-view.js";
+import { renderHistory } from "./history.js";
 import { append, clear, fmtNumber, h, usageBar } from "./dom.js";
 import { busy, errorBox, notify, showError } from "./ui.js";
 
@@ -50,7 +51,7 @@ function breakdown(win) {
   return h("section", { class: "card", "aria-labelledby": "breakdown-title" }, h("h3", { id: "breakdown-title" }, "What the model will see"), bar, table, h("p", { class: "muted small" }, "Estimates use the same heuristic as automatic compaction (about 4 characters or 0.77 words per token)."));
 }
 
-function blockCard(block, ctx, error, reload) {
+function blockCard(block, ctx, error, reload, openHistories) {
   const card = h("section", { class: "card block", dataset: { label: block.label }, "aria-labelledby": `block-${block.label}` });
   const editable = block.writable && !block.isSkill && !block.isSearchable;
   // append() from dom.js skips null; Element.append would print it as the text "null".
@@ -83,7 +84,25 @@ function blockCard(block, ctx, error, reload) {
       await reload();
     }, error);
   });
-  card.append(editButton, form);
+  // The history stays open across reloads (a revert reloads the panel), so it shows the new version.
+  const historyId = `history-${block.label}`;
+  const history = h("section", { class: "block-history", id: historyId, hidden: true });
+  const historyButton = h("button", { type: "button", class: "show-history", "aria-expanded": "false", "aria-controls": historyId }, `History of ${block.label}`);
+  const showHistory = (open) => {
+    history.hidden = !open;
+    historyButton.setAttribute("aria-expanded", String(open));
+    clear(history);
+    if (open) {
+      openHistories.add(block.label);
+      renderHistory(history, ctx, block, { onReverted: async () => {
+        await reload();
+        document.getElementById(`${historyId}-title`)?.focus();
+      } });
+    } else openHistories.delete(block.label);
+  };
+  historyButton.addEventListener("click", () => showHistory(history.hidden));
+  card.append(h("div", { class: "row" }, editButton, historyButton), form, history);
+  if (openHistories.has(block.label)) showHistory(true);
   return card;
 }
 
@@ -92,6 +111,7 @@ export function renderContext(panel, ctx) {
   const error = errorBox();
   const body = h("div", { class: "stack-v" });
   const refreshButton = h("button", { type: "button" }, "Reload");
+  const openHistories = new Set();
   panel.append(h("div", { class: "panel-head" }, h("h2", {}, "Context window"), refreshButton), error, body);
 
   async function reload() {
@@ -100,7 +120,7 @@ export function renderContext(panel, ctx) {
       showError(error, null);
       clear(body);
       body.append(breakdown(win));
-      for (const block of blocks) body.append(blockCard(block, ctx, error, reload));
+      for (const block of blocks) body.append(blockCard(block, ctx, error, reload, openHistories));
       const skills = h("section", { class: "card", "aria-labelledby": "skills-title" }, h("h3", { id: "skills-title" }, "Loaded skills"));
       if (!win.loadedSkills.length) skills.append(h("p", { class: "muted" }, "None loaded. Load one with the load_context tool (Actions)."));
       const list = h("ul", { class: "skills" });
@@ -127,35 +147,6 @@ export function renderContext(panel, ctx) {
   return reload;
 }
 
-const DIFF_CONTEXT = 2; // unchanged lines kept around each change
-
-function diffView(frozen, fresh) {
-  const ops = diffLines(frozen, fresh);
-  const changed = ops.filter((o) => o.op !== "same").length;
-  const near = new Uint8Array(ops.length);
-  ops.forEach((o, i) => {
-    if (o.op === "same") return;
-    for (let j = Math.max(0, i - DIFF_CONTEXT); j <= Math.min(ops.length - 1, i + DIFF_CONTEXT); j++) near[j] = 1;
-  });
-  const list = h("pre", { class: "diff", "aria-label": "Differences between the frozen prompt and a fresh render" });
-  let skipped = 0;
-  const flush = () => {
-    if (skipped) list.append(h("span", { class: "line line-skip" }, `⋯ ${skipped} unchanged line${skipped === 1 ? "" : "s"}`), "\n");
-    skipped = 0;
-  };
-  ops.forEach(({ op, text }, i) => {
-    if (!near[i]) {
-      skipped++;
-      return;
-    }
-    flush();
-    const sign = op === "add" ? "+ " : op === "del" ? "- " : "  ";
-    list.append(h(op === "same" ? "span" : op === "add" ? "ins" : "del", { class: `line line-${op}` }, sign + text), "\n");
-  });
-  flush();
-  return { list, changed };
-}
-
 /** Fill the Prompt panel: frozen vs fresh with the differences, and a refresh button. */
 export function renderPrompt(panel, ctx) {
   const error = errorBox();
@@ -177,7 +168,7 @@ export function renderPrompt(panel, ctx) {
         body.append(h("p", { class: "notice-inline", id: "prompt-state" }, "Not frozen yet: the first model call (or Refresh) freezes it. Fresh render:"), h("pre", { class: "prompt" }, win.freshPrompt));
         return;
       }
-      const { list, changed } = diffView(win.frozenPrompt, win.freshPrompt);
+      const { list, changed } = diffView(win.frozenPrompt, win.freshPrompt, "Differences between the frozen prompt and a fresh render");
       append(body, [
         h(
           "p",

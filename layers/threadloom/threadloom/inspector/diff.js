@@ -4,8 +4,9 @@ const MAX_LINES = 3000;
 
 /** Operations turning `before` into `after`: [{op: "same"|"del"|"add", text}]. */
 export function diffLines(before, after) {
-  const a = before.split("\n");
-  const b = after.split("\n");
+  // An empty text has no lines (split would give one empty line, shown as a deleted blank).
+  const a = before === "" ? [] : before.split("\n");
+  const b = after === "" ? [] : after.split("\n");
   if (a.length > MAX_LINES || b.length > MAX_LINES) {
     return [...a.map((text) => ({ op: "del", text })), ...b.map((text) => ({ op: "add", text }))];
   }
