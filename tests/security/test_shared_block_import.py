@@ -5,7 +5,8 @@ namespace and carries a tenant block and a subject block of the victim's user; i
 attacker it lands only in the attacker's namespace, and the victim's blocks and history are
 unchanged. The control: the victim's own export of the same blocks is what the attacker's file
 mimics, and it imports into the attacker's namespace (so the refusal to touch the victim is the
-check, not a file that fails to import).
+check, not a file that fails to import). An HTTP export with ``includeSharedBlocks`` carries only
+the caller's own tenant and subject blocks.
 """
 
 from __future__ import annotations
@@ -119,3 +120,28 @@ def test_a_label_the_profile_does_not_share_is_refused_over_http(runtime: Runtim
     assert "tenant block 'secrets' is not a tenant block" in answer["error"]["message"]
     assert block(runtime.store, ATTACKER, "secrets").current() == (None, 0)
     assert block(runtime.store, ATTACKER, "memory", VICTIM).current() == (None, 0)
+
+
+def test_an_http_export_carries_only_the_callers_own_shared_blocks_when_asked(runtime: Runtime) -> None:
+    store = runtime.store
+    block(store, VICTIM, "memory", VICTIM).write(
+        "Name: Victoria", based_on_version=None, change=BlockChange(source="http")
+    )
+    block(store, VICTIM, "house", "").write("Victim rules", based_on_version=None, change=BlockChange(source="http"))
+    # The attacker's session names the victim's user as its subject would, but lives in the attacker's tenant
+    status, created = call("POST", "/sessions", {"name": "a"}, tenant=ATTACKER)
+    assert status == 201, created
+    path = f"/sessions/{created['id']}/export"
+    status, plain = call("GET", path, tenant=ATTACKER)
+    assert status == 200 and '"shared_block"' not in plain
+    block(store, ATTACKER, "house", "").write(
+        "Attacker rules", based_on_version=None, change=BlockChange(source="http")
+    )
+    status, text = call("GET", path, tenant=ATTACKER, query={"includeSharedBlocks": "true"})
+    assert status == 200 and "Attacker rules" in text, text
+    assert "Victoria" not in text and "Victim rules" not in text
+    # Control: the victim's own export of its session carries its user's memory and its tenant block
+    status, mine = call("POST", "/sessions", {"name": "v"}, tenant=VICTIM)
+    status, text = call("GET", f"/sessions/{mine['id']}/export", tenant=VICTIM, query={"includeSharedBlocks": "true"})
+    assert status == 200 and "Name: Victoria" in text and "Victim rules" in text, text
+    assert "Attacker rules" not in text
