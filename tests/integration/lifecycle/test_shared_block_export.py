@@ -17,6 +17,7 @@ from threadloom.errors import ConflictError, ValidationError
 from threadloom.lifecycle import ExportFormatError, export_sessions, import_sessions
 from threadloom.records import BlockChange
 
+from tests.security.test_import_attacks import sealed
 from tests.support.lifecycle import build_rich_session, manager_for
 
 SOURCE = "tenant-a"
@@ -167,13 +168,14 @@ def test_shared_block_records_are_validated(store: Any, tmp_path: Path) -> None:
     records = lines(export(store, sid))[:-1]
     block = next(r for r in records if r["type"] == "shared_block" and r["scope"] == "tenant")
     block["subject_id"] = "someone"  # a tenant block names no subject
-    from tests.security.test_import_attacks import sealed
-
     with pytest.raises(ExportFormatError, match="a tenant block none"):
         import_sessions(store.lifecycle(), TARGET, io.BytesIO(sealed(records)))
     block["subject_id"] = None
     version = next(r for r in records if r["type"] == "block_version" and r["key"] == "house")
     version["version"] = 9  # past the block's own version
+    with pytest.raises(ExportFormatError, match="must rise and not pass"):
+        import_sessions(store.lifecycle(), TARGET, io.BytesIO(sealed(records)))
+    version["version"] = 0  # versions start at 1
     with pytest.raises(ExportFormatError, match="must rise and not pass"):
         import_sessions(store.lifecycle(), TARGET, io.BytesIO(sealed(records)))
     version["version"] = 1

@@ -408,9 +408,7 @@ class ExportReader:
             number, limits.check_content, record.get("content"), f"content of block {key!r}", limits.max_block_bytes
         )
         version = _count(record, "version", number)
-        if version < 1:
-            raise ExportFormatError(f"Line {number}: field 'version' must be at least 1")
-        if kind == "shared_block":
+        if kind == "shared_block":  # version 0: a block stored before history (migration 0021), no versions
             if len(self.shared_blocks) >= MAX_SHARED_BLOCKS:
                 raise ExportFormatError(f"Line {number}: more than {MAX_SHARED_BLOCKS} shared blocks in one file")
             if any((b.scope, b.subject_id, b.key) == (scope, subject, key) for b in self.shared_blocks):
@@ -423,7 +421,7 @@ class ExportReader:
             raise ExportFormatError(f"Line {number}: a block_version record must follow its shared_block record")
         if len(block.versions) >= MAX_BLOCK_VERSIONS:
             raise ExportFormatError(f"Line {number}: more than {MAX_BLOCK_VERSIONS} versions of block {key!r}")
-        if version > block.version or (block.versions and version <= block.versions[-1].version):
+        if not 1 <= version <= block.version or (block.versions and version <= block.versions[-1].version):
             raise ExportFormatError(
                 f"Line {number}: versions of block {key!r} must rise and not pass its version {block.version}"
             )
