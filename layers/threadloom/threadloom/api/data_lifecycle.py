@@ -50,11 +50,19 @@ def require_scope(scopes: list[str] | None, claims: dict[str, Any] | None, neede
         raise ForbiddenError(f"This operation needs the {needed!r} scope")
 
 
-def export_session(runtime: Runtime, tenant: str, session_id: str) -> bytes | ExportLink:
-    """The session's export file, or a link to it in S3 when it is too large for a response."""
+def export_session(
+    runtime: Runtime, tenant: str, session_id: str, *, include_shared_blocks: bool = False
+) -> bytes | ExportLink:
+    """The session's export file (with its subject's and the tenant's shared blocks when asked),
+    or a link to it in S3 when it is too large for a response."""
     buffer = io.BytesIO()
     report = export_sessions(
-        runtime.store.lifecycle(), tenant, [session_id], buffer, signing_key=signing_key_from_environment()
+        runtime.store.lifecycle(),
+        tenant,
+        [session_id],
+        buffer,
+        signing_key=signing_key_from_environment(),
+        include_shared_blocks=include_shared_blocks,
     )
     data = buffer.getvalue()
     settings = runtime.settings
@@ -89,6 +97,9 @@ def import_file(runtime: Runtime, tenant: str, stream: IO[bytes], *, admin: bool
             block_labels=writable,
             signing_key=signing_key_from_environment(),
             legal_holds=admin,
+            shared_block_scopes={
+                b.label: b.scope for b in runtime.profile.blocks if b.kind == "writable" and b.scope != "session"
+            },
         )
     except LegalHoldNotAllowedError as error:
         raise ForbiddenError(str(error)) from None

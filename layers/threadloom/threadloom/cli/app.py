@@ -164,6 +164,13 @@ def export(
     ctx: typer.Context,
     session_ids: Annotated[list[str] | None, typer.Argument(help="Sessions to export (default: all)")] = None,
     output: Annotated[Path, typer.Option("--output", "-o", help="The file to write ('-' for stdout)")] = Path("-"),
+    include_shared_blocks: Annotated[
+        bool,
+        typer.Option(
+            "--include-shared-blocks",
+            help="Also export the sessions' subject blocks and the tenant blocks, with their history",
+        ),
+    ] = False,
 ) -> None:
     """Export sessions, whole and with their ids, to a JSONL file (docs/export-format.md)."""
     from threadloom.lifecycle import export_sessions
@@ -174,21 +181,45 @@ def export(
     with state.store() as store:
         ids = session_ids or [info.id for info in store.registry(state.namespace).list()]
         if str(output) == "-":
-            report = export_sessions(store.lifecycle(), state.namespace, ids, sys.stdout.buffer, signing_key=key)
+            report = export_sessions(
+                store.lifecycle(),
+                state.namespace,
+                ids,
+                sys.stdout.buffer,
+                signing_key=key,
+                include_shared_blocks=include_shared_blocks,
+            )
             sys.stdout.flush()
             return
         partial = output.with_name(output.name + ".partial")
         try:
             with partial.open("wb") as stream, state.out.progress("Exporting", len(ids)) as advance:
                 report = export_sessions(
-                    store.lifecycle(), state.namespace, ids, stream, on_session=lambda _: advance(), signing_key=key
+                    store.lifecycle(),
+                    state.namespace,
+                    ids,
+                    stream,
+                    on_session=lambda _: advance(),
+                    signing_key=key,
+                    include_shared_blocks=include_shared_blocks,
                 )
             partial.replace(output)  # a failed export never leaves a file that looks complete
         finally:
             partial.unlink(missing_ok=True)
+    exported: dict[str, object] = {
+        "file": str(output),
+        "sessions": report.sessions,
+        "messages": report.messages,
+        "bytes": output.stat().st_size,
+    }
+    blocks = ""
+    if include_shared_blocks:
+        exported["shared_blocks"] = report.shared_blocks
+        blocks = f" and {plural(report.shared_blocks, 'shared block')}"
     state.out.result(
-        {"file": str(output), "sessions": report.sessions, "messages": report.messages, "bytes": output.stat().st_size},
-        text=f"Exported {plural(report.sessions, 'session')} ({plural(report.messages, 'message')}) to {output}.",
+        exported,
+        text=f"Exported {plural(report.sessions, 'session')} ({plural(report.messages, 'message')}){blocks} "
+        f"to {output}.",
     )
 
 
@@ -216,6 +247,11 @@ def import_(
     limits = loaded.limits.to_limits() if loaded is not None else None
     # With a profile, a block must be one it writes for its own session, as the HTTP import requires
     labels = [block.label for block in loaded.blocks if block.kind == "writable"] if loaded is not None else None
+    shared = (
+        {block.label: block.scope for block in loaded.blocks if block.kind == "writable" and block.scope != "session"}
+        if loaded is not None
+        else None
+    )
     key = signing_key_from_environment()
     with state.store() as store:
         if str(file) == "-":
@@ -227,6 +263,7 @@ def import_(
                 block_labels=labels,
                 signing_key=key,
                 keep_ids=keep_ids,
+                shared_block_scopes=shared,
             )
         else:
             try:
@@ -242,17 +279,27 @@ def import_(
                     block_labels=labels,
                     signing_key=key,
                     keep_ids=keep_ids,
+                    shared_block_scopes=shared,
                 )
     renames = "".join(f"\n  {old} -> {new}" for old, new in report.renamed.items())
+    imported: dict[str, object] = {
+        "imported": report.imported,
+        "unchanged": report.unchanged,
+        "messages": report.messages,
+        "renamed": report.renamed,
+    }
+    blocks = ""
+    if report.shared_blocks_imported or report.shared_blocks_unchanged:
+        imported["shared_blocks_imported"] = report.shared_blocks_imported
+        imported["shared_blocks_unchanged"] = report.shared_blocks_unchanged
+        blocks = (
+            f" Shared blocks: {len(report.shared_blocks_imported)} imported, "
+            f"{len(report.shared_blocks_unchanged)} unchanged."
+        )
     state.out.result(
-        {
-            "imported": report.imported,
-            "unchanged": report.unchanged,
-            "messages": report.messages,
-            "renamed": report.renamed,
-        },
+        imported,
         text=f"Imported {plural(len(report.imported), 'session')} ({plural(report.messages, 'message')}); "
-        f"{len(report.unchanged)} already present and unchanged.",
+        f"{len(report.unchanged)} already present and unchanged.{blocks}",
     )
     if renames and not state.out.as_json:
         state.out.stdout.print(

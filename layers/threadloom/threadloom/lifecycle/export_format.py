@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 from threadloom.clock import utc_now
 from threadloom.errors import ValidationError
 from threadloom.limits import DEFAULT_LIMITS, check_text
-from threadloom.storage.snapshot import BlockRow, CompactionRow, MessageRow, SessionSnapshot
+from threadloom.records import BlockChange, BlockVersion
+from threadloom.storage.snapshot import BlockRow, CompactionRow, MessageRow, SessionSnapshot, SharedBlockSnapshot
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
@@ -34,6 +35,13 @@ if TYPE_CHECKING:
 FORMAT_NAME: Final = "threadloom-export"
 FORMAT_VERSION: Final = 1
 PROMPT_KEY_PREFIX: Final = "_system_prompt_"
+MAX_SHARED_BLOCKS: Final = 1000
+"""The most subject and tenant blocks one file may carry (they are held in memory while importing)."""
+MAX_BLOCK_VERSIONS: Final = 100
+"""The most versions of one shared block a file carries (the newest; the history default keeps as many)."""
+MAX_CHANGE_MESSAGE_IDS: Final = 1000
+"""The most message ids one version's provenance may name."""
+CHANGE_SOURCES: Final = ("tool", "http", "import", "reflection", "operator", "library")
 
 
 class ExportFormatError(ValidationError):
@@ -129,6 +137,35 @@ def snapshot_records(snapshot: SessionSnapshot) -> Iterator[dict[str, Any]]:
         yield {"type": "loaded_skills", "session_id": sid, "skills": list(snapshot.loaded_skills)}
 
 
+def shared_block_records(block: SharedBlockSnapshot) -> Iterator[dict[str, Any]]:
+    """The records of one shared block: the block, then its versions oldest first. No namespace:
+    an import always writes them into the importing one."""
+    owner = {"scope": block.scope, "subject_id": block.subject_id or None, "key": block.key}
+    yield {
+        "type": "shared_block",
+        **owner,
+        "content": block.content,
+        "version": block.version,
+        "updated_at": block.updated_at,
+    }
+    for version in block.versions:
+        change = version.change
+        yield {
+            "type": "block_version",
+            **owner,
+            "version": version.version,
+            "created_at": version.created_at,
+            "content": version.content,
+            "change": {
+                "source": change.source,
+                "session_id": change.session_id,
+                "message_ids": list(change.message_ids),
+                "request_id": change.request_id,
+                "note": change.note,
+            },
+        }
+
+
 class ExportWriter:
     """Writes the header, then whole sessions, then the footer that seals the file."""
 
@@ -155,6 +192,11 @@ class ExportWriter:
         for record in snapshot_records(snapshot):
             self._write(record)
         self._sessions += 1
+
+    def add_shared_block(self, block: SharedBlockSnapshot) -> None:
+        """A subject or tenant block and its versions; after every session."""
+        for record in shared_block_records(block):
+            self._write(record)
 
     def close(self) -> None:
         footer = {
@@ -288,6 +330,8 @@ class ExportReader:
         self._limits = limits or DEFAULT_LIMITS
         self._signing_key = signing_key
         self.header: ExportHeader | None = None
+        self.shared_blocks: list[SharedBlockSnapshot] = []
+        """The file's subject and tenant blocks, complete once ``sessions()`` is exhausted."""
 
     def sessions(self) -> Iterator[SessionSnapshot]:
         checks = self._limits
@@ -316,14 +360,15 @@ class ExportReader:
                     signature=signature.hexdigest() if signature is not None else None,
                 )
                 continue
-            elif kind == "session":
-                if builder is not None:
+            elif kind in ("session", "shared_block", "block_version"):
+                if builder is not None:  # a session ends where the next one or the shared blocks start
                     yield builder.finish()
                     sessions += 1
-                builder = _SessionBuilder(record, number, checks)
-                if builder.id in seen_ids:
-                    raise ExportFormatError(f"Line {number}: session {builder.id!r} appears twice")
-                seen_ids.add(builder.id)
+                    builder = None
+                if kind == "session":
+                    builder = self._start_session(record, number, seen_ids)
+                else:
+                    self._add_shared(kind, record, number)
             elif kind in ("message", "compaction", "block", "prompt", "loaded_skills"):
                 if builder is None or record.get("session_id") != builder.id:
                     raise ExportFormatError(f"Line {number}: a {kind} record must follow its session's record")
@@ -340,6 +385,70 @@ class ExportReader:
             raise ExportFormatError("The file is truncated: the footer line is missing (nothing was imported)")
         if builder is not None:
             yield builder.finish()
+
+    def _start_session(self, record: dict[str, Any], number: int, seen_ids: set[str]) -> _SessionBuilder:
+        if self.shared_blocks:
+            raise ExportFormatError(f"Line {number}: sessions must come before the shared blocks")
+        builder = _SessionBuilder(record, number, self._limits)
+        if builder.id in seen_ids:
+            raise ExportFormatError(f"Line {number}: session {builder.id!r} appears twice")
+        seen_ids.add(builder.id)
+        return builder
+
+    def _add_shared(self, kind: str, record: dict[str, Any], number: int) -> None:
+        limits = self._limits
+        scope = record.get("scope")
+        if scope not in ("subject", "tenant"):
+            raise ExportFormatError(f"Line {number}: a shared block's scope is 'subject' or 'tenant', not {scope!r}")
+        subject = _text(record, "subject_id", number, max_chars=limits.max_name_chars, optional=True) or ""
+        if (scope == "subject") != bool(subject):
+            raise ExportFormatError(f"Line {number}: a subject block needs a subject_id, a tenant block none")
+        key = _checked(number, limits.check_label, record.get("key"), "block label")
+        content = _checked(
+            number, limits.check_content, record.get("content"), f"content of block {key!r}", limits.max_block_bytes
+        )
+        version = _count(record, "version", number)
+        if kind == "shared_block":  # version 0: a block stored before history (migration 0021), no versions
+            if len(self.shared_blocks) >= MAX_SHARED_BLOCKS:
+                raise ExportFormatError(f"Line {number}: more than {MAX_SHARED_BLOCKS} shared blocks in one file")
+            if any((b.scope, b.subject_id, b.key) == (scope, subject, key) for b in self.shared_blocks):
+                raise ExportFormatError(f"Line {number}: the {scope} block {key!r} appears twice")
+            updated_at = _timestamp(record, "updated_at", number)
+            self.shared_blocks.append(SharedBlockSnapshot(scope, subject, key, content, version, updated_at))
+            return
+        block = self.shared_blocks[-1] if self.shared_blocks else None
+        if block is None or (block.scope, block.subject_id, block.key) != (scope, subject, key):
+            raise ExportFormatError(f"Line {number}: a block_version record must follow its shared_block record")
+        if len(block.versions) >= MAX_BLOCK_VERSIONS:
+            raise ExportFormatError(f"Line {number}: more than {MAX_BLOCK_VERSIONS} versions of block {key!r}")
+        if not 1 <= version <= block.version or (block.versions and version <= block.versions[-1].version):
+            raise ExportFormatError(
+                f"Line {number}: versions of block {key!r} must rise and not pass its version {block.version}"
+            )
+        created_at = _timestamp(record, "created_at", number)
+        block.versions.append(
+            BlockVersion(version, content, len(content.encode()), created_at, _change(record, number, limits))
+        )
+
+
+def _change(record: dict[str, Any], number: int, limits: Limits) -> BlockChange:
+    """A version's provenance, as the file says (the import adds its own version on top)."""
+    change = _field(record, "change", number, dict)
+    source = change.get("source")
+    if source not in CHANGE_SOURCES:
+        raise ExportFormatError(f"Line {number}: change source {source!r} is not one of {', '.join(CHANGE_SOURCES)}")
+    message_ids = _field(change, "message_ids", number, list)
+    if len(message_ids) > MAX_CHANGE_MESSAGE_IDS:
+        raise ExportFormatError(f"Line {number}: a change names more than {MAX_CHANGE_MESSAGE_IDS} message ids")
+    for message_id in message_ids:
+        _checked(number, check_text, message_id, "message id", max_chars=limits.max_id_chars)
+    return BlockChange(
+        source=source,
+        session_id=_checked(number, limits.check_optional_id, change.get("session_id"), "session id"),
+        message_ids=tuple(message_ids),
+        request_id=_text(change, "request_id", number, max_chars=limits.max_name_chars, optional=True),
+        note=_text(change, "note", number, max_chars=limits.max_name_chars, optional=True),
+    )
 
 
 def _parse_line(raw: bytes, number: int) -> dict[str, Any]:
@@ -630,6 +739,7 @@ __all__ = [
     "signing_key_from_environment",
     "UnsupportedVersionError",
     "read_export",
+    "shared_block_records",
     "snapshot_records",
     "write_export",
 ]

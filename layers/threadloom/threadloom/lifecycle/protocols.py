@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from threadloom.storage.snapshot import ExpiredSession, RemovedRows, RemovedSubjectBlocks, SessionSnapshot
+    from threadloom.storage.snapshot import (
+        ExpiredSession,
+        RemovedRows,
+        RemovedSubjectBlocks,
+        SessionSnapshot,
+        SharedBlockSnapshot,
+    )
 
 
 class LifecycleStorage(Protocol):
@@ -31,7 +37,16 @@ class LifecycleStorage(Protocol):
         self, cutoff: str, *, namespace: str = "", limit: int, after: ExpiredSession | None = None
     ) -> list[ExpiredSession]: ...
 
-    def write_sessions(self, namespace: str, snapshots: Iterable[SessionSnapshot]) -> None: ...
+    def read_shared_blocks(
+        self, namespace: str, scope: str, subject_id: str = "", *, max_versions: int
+    ) -> list[SharedBlockSnapshot]: ...
+
+    def write_sessions(
+        self,
+        namespace: str,
+        snapshots: Iterable[SessionSnapshot],
+        shared_blocks: Iterable[SharedBlockSnapshot] = (),
+    ) -> None: ...
 
     def delete_session(
         self, namespace: str, session_id: str, *, expired_before: str | None = None

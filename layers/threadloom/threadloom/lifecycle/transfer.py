@@ -23,16 +23,24 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import IO, TYPE_CHECKING
 
+from threadloom.clock import utc_now
 from threadloom.core.keys import imported_session_id, is_minted_for
 from threadloom.errors import ConflictError, NotFoundError, ValidationError
-from threadloom.lifecycle.export_format import PROMPT_KEY_PREFIX, ExportReader, ExportWriter, snapshot_records
+from threadloom.lifecycle.export_format import (
+    MAX_BLOCK_VERSIONS,
+    PROMPT_KEY_PREFIX,
+    ExportReader,
+    ExportWriter,
+    snapshot_records,
+)
+from threadloom.records import BlockChange, BlockVersion
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Collection, Iterable, Iterator
+    from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 
     from threadloom.lifecycle.protocols import LifecycleStorage
     from threadloom.limits import Limits
-    from threadloom.storage.snapshot import SessionSnapshot
+    from threadloom.storage.snapshot import SessionSnapshot, SharedBlockSnapshot
 
 SPOOL_BYTES = 1024 * 1024
 
@@ -45,6 +53,8 @@ class LegalHoldNotAllowedError(ValidationError):
 class ExportReport:
     sessions: int
     messages: int
+    shared_blocks: int = 0
+    """Subject and tenant blocks written (only with ``include_shared_blocks``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +68,10 @@ class ImportReport:
     """The namespace the file was exported from (its header), when it says."""
     renamed: dict[str, str] = field(default_factory=dict)
     """``{id in the file: id given}`` for each session whose id was not minted for the importing namespace."""
+    shared_blocks_imported: list[str] = field(default_factory=list)
+    """Subject and tenant blocks written now, named ``subject/<subject id>/<label>`` or ``tenant/<label>``."""
+    shared_blocks_unchanged: list[str] = field(default_factory=list)
+    """Shared blocks already present with the same content."""
 
 
 def export_sessions(
@@ -68,24 +82,37 @@ def export_sessions(
     *,
     on_session: Callable[[str], None] | None = None,
     signing_key: bytes | None = None,
+    include_shared_blocks: bool = False,
 ) -> ExportReport:
     """Write the named sessions of ``namespace`` as one export; an unknown id raises ``NotFoundError``.
 
     Each session is read from its own consistent snapshot, so a large export never holds
     one long transaction open. With ``signing_key`` the footer carries an HMAC-SHA256 of the file.
+    With ``include_shared_blocks``, the subject blocks of the sessions' subjects and the tenant's
+    blocks follow the sessions, each with its newest ``MAX_BLOCK_VERSIONS`` versions.
     """
     writer = ExportWriter(stream, namespace=namespace, signing_key=signing_key)
     messages = 0
+    subjects: dict[str, None] = {}
     for session_id in session_ids:
         snapshot = storage.read_session(namespace, session_id)
         if snapshot is None:
             raise NotFoundError(f"Session {session_id!r} not found in namespace {namespace!r}")
         writer.add(snapshot)
         messages += len(snapshot.messages)
+        if snapshot.subject_id:
+            subjects[snapshot.subject_id] = None
         if on_session is not None:
             on_session(session_id)
+    shared = 0
+    if include_shared_blocks:
+        owners = [("subject", subject) for subject in subjects] + [("tenant", "")]
+        for scope, subject in owners:
+            for block in storage.read_shared_blocks(namespace, scope, subject, max_versions=MAX_BLOCK_VERSIONS):
+                writer.add_shared_block(block)
+                shared += 1
     writer.close()
-    return ExportReport(sessions=writer.sessions, messages=messages)
+    return ExportReport(sessions=writer.sessions, messages=messages, shared_blocks=shared)
 
 
 def import_sessions(
@@ -98,6 +125,7 @@ def import_sessions(
     signing_key: bytes | None = None,
     keep_ids: bool = False,
     legal_holds: bool = True,
+    shared_block_scopes: Mapping[str, str] | None = None,
 ) -> ImportReport:
     """Validate the whole file, then write every new session in one transaction.
 
@@ -110,6 +138,10 @@ def import_sessions(
     id is kept, and one held in another namespace is a conflict that says so. Never for a tenant.
     ``legal_holds=False`` (a caller who may not set holds): a new session on legal hold is refused
     (:class:`LegalHoldNotAllowedError`, nothing imported), since a hold keeps it from every retention sweep.
+    The file's subject and tenant blocks are written into ``namespace`` (never the exporter's),
+    for the subject the file names; ``shared_block_scopes`` (``{label: scope}`` of the profile's
+    shared blocks) refuses any other label or scope. A block already present with the same
+    content is unchanged, with other content a conflict; see :func:`_plan_shared_blocks`.
     """
     with _seekable(stream) as source:
         start = source.tell()
@@ -125,6 +157,9 @@ def import_sessions(
                 "nothing was imported"
             )
         header = reader.header
+        if shared_block_scopes is not None:
+            check_shared_labels(reader.shared_blocks, shared_block_scopes)
+        shared = _plan_shared_blocks(storage, namespace, reader.shared_blocks)
 
         def again() -> Iterator[SessionSnapshot]:
             source.seek(start)
@@ -135,15 +170,88 @@ def import_sessions(
             for snapshot in again():
                 if snapshot.id in plan.present:
                     _check_unchanged(storage, namespace, snapshot, plan.renames)
-        if plan.fresh:
-            storage.write_sessions(namespace, (snapshot for snapshot in again() if snapshot.id in plan.fresh))
+        if plan.fresh or shared.fresh:
+            source_name = header.namespace if header is not None else None
+            blocks = [_as_imported(block, plan, source_name) for block in shared.fresh]
+            fresh = (snapshot for snapshot in again() if snapshot.id in plan.fresh) if plan.fresh else iter(())
+            storage.write_sessions(namespace, fresh, blocks)
     return ImportReport(
         imported=list(plan.fresh),
         unchanged=list(plan.present),
         messages=plan.messages,
         source_namespace=header.namespace if header is not None else None,
         renamed=plan.renames,
+        shared_blocks_imported=[shared_block_name(block) for block in shared.fresh],
+        shared_blocks_unchanged=[shared_block_name(block) for block in shared.present],
     )
+
+
+def shared_block_name(block: SharedBlockSnapshot) -> str:
+    """How reports name a shared block: ``subject/<subject id>/<label>`` or ``tenant/<label>``."""
+    return f"subject/{block.subject_id}/{block.key}" if block.scope == "subject" else f"tenant/{block.key}"
+
+
+def check_shared_labels(blocks: Iterable[SharedBlockSnapshot], scopes: Mapping[str, str]) -> None:
+    """Refuse a shared block the profile does not declare with that scope (nothing is imported)."""
+    for block in blocks:
+        if scopes.get(block.key) != block.scope:
+            declared = ", ".join(f"{label} ({scope})" for label, scope in sorted(scopes.items())) or "none"
+            raise ValidationError(
+                f"The {block.scope} block {block.key!r} is not a {block.scope} block of this deployment's profile "
+                f"(shared blocks: {declared}); nothing was imported"
+            )
+
+
+@dataclass(slots=True)
+class _SharedPlan:
+    fresh: list[SharedBlockSnapshot] = field(default_factory=list)
+    present: list[SharedBlockSnapshot] = field(default_factory=list)
+
+
+def _plan_shared_blocks(storage: LifecycleStorage, namespace: str, blocks: list[SharedBlockSnapshot]) -> _SharedPlan:
+    """Which blocks the namespace lacks (written) and which it holds with the same content (left);
+    one it holds with other content is a conflict, raised before anything is written."""
+    plan = _SharedPlan()
+    stored: dict[tuple[str, str], dict[str, str]] = {}
+    for block in blocks:
+        owner = (block.scope, block.subject_id)
+        if owner not in stored:
+            current = storage.read_shared_blocks(namespace, block.scope, block.subject_id, max_versions=0)
+            stored[owner] = {row.key: row.content for row in current}
+        content = stored[owner].get(block.key)
+        if content is None:
+            plan.fresh.append(block)
+        elif content == block.content:
+            plan.present.append(block)
+        else:
+            raise ConflictError(
+                f"Shared block {shared_block_name(block)!r} already exists with different content; "
+                "change or erase it first to re-import (nothing was imported)"
+            )
+    return plan
+
+
+def _as_imported(block: SharedBlockSnapshot, plan: _IdPlan, source_namespace: str | None) -> SharedBlockSnapshot:
+    """The block as the namespace stores it: the file's versions (their links to sessions kept only for
+    sessions imported with the file, under their new ids), then one version made by this import."""
+    targets = set(plan.fresh) | set(plan.present)
+    versions = []
+    for version in block.versions:
+        session_id = version.change.session_id
+        if session_id is not None:
+            session_id = plan.target(session_id)
+            if session_id not in targets:
+                session_id = None
+        change = replace(
+            version.change, session_id=session_id, message_ids=version.change.message_ids if session_id else ()
+        )
+        versions.append(replace(version, change=change))
+    now = utc_now()
+    note = f"imported from an export of namespace {source_namespace}" if source_namespace else "imported from an export"
+    number = block.version + 1
+    change = BlockChange(source="import", note=note[:200])
+    versions.append(BlockVersion(number, block.content, len(block.content.encode()), now, change))
+    return replace(block, version=number, updated_at=now, versions=versions[-MAX_BLOCK_VERSIONS:])
 
 
 class _IdPlan:
@@ -199,6 +307,10 @@ class _IdPlan:
         else:
             # Only a trusted library caller choosing this very id can get here (it needs the secret)
             raise ConflictError(f"Session {old!r} cannot be imported as {target!r}; nothing was imported")
+
+    def target(self, session_id: str) -> str | None:
+        """The id a session of the file is imported under (None: not in the file)."""
+        return self._targets.get(session_id)
 
     def renamed(self, snapshot: SessionSnapshot) -> SessionSnapshot:
         """``snapshot`` under its id in the namespace, with its block keys and its parent to match."""
@@ -268,6 +380,8 @@ __all__ = [
     "ImportReport",
     "LegalHoldNotAllowedError",
     "check_block_keys",
+    "check_shared_labels",
     "export_sessions",
     "import_sessions",
+    "shared_block_name",
 ]

@@ -96,13 +96,14 @@ def write_version(
                 current_content=current_content,
             )
         version = int(rows[0][0])
-        values = {**owner.version_params(), **_version_values(version, content, change), "now": now}
+        values = {**owner.version_params(), **version_values(version, content, change), "now": now}
         tx.execute(sql.insert_block_version, values)
         _prune(tx, sql, owner, version, policy=policy, now=now)
     return version
 
 
-def _version_values(version: int, content: str, change: BlockChange) -> Params:
+def version_values(version: int, content: str, change: BlockChange) -> Params:
+    """The parameters of one version row (its size counted here, never taken from the caller)."""
     return {
         "version": version,
         "content": content,

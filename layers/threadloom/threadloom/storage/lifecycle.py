@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from threadloom.core.messages import parse_stored_message
 from threadloom.errors import ConflictError, ValidationError
-from threadloom.storage.block_versions import remove_session_versions
+from threadloom.storage.block_versions import remove_session_versions, version_from_row, version_values
 from threadloom.storage.database import to_timestamp_text
 from threadloom.storage.registry import session_id_secret
 from threadloom.storage.snapshot import (
@@ -22,12 +22,14 @@ from threadloom.storage.snapshot import (
     RemovedRows,
     RemovedSubjectBlocks,
     SessionSnapshot,
+    SharedBlockSnapshot,
 )
 from threadloom.storage.tree import SqlSessionProvider
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from threadloom.records import BlockVersion
     from threadloom.storage.database import Database, Executor
     from threadloom.storage.dialect import SqlDialect
 
@@ -88,6 +90,30 @@ class SqlLifecycleStorage:
             loaded_skills=skills,
         )
 
+    def read_shared_blocks(
+        self, namespace: str, scope: str, subject_id: str = "", *, max_versions: int
+    ) -> list[SharedBlockSnapshot]:
+        """The namespace's blocks of ``scope`` (of ``subject_id``; ``''`` for the tenant), each with its
+        newest ``max_versions`` versions, from one consistent snapshot."""
+        owner = {"namespace": namespace, "scope": scope}
+        with self._database.read() as tx:
+            blocks = tx.query(self._sql.subject_blocks, {**owner, "subject": subject_id})
+            history: dict[str, list[BlockVersion]] = {}
+            for row in tx.query(self._sql.owner_versions, {**owner, "owner": subject_id}):
+                history.setdefault(str(row[0]), []).append(version_from_row(row[1:]))
+        return [
+            SharedBlockSnapshot(
+                scope=scope,
+                subject_id=subject_id,
+                key=str(key),
+                content=str(content),
+                version=int(version),
+                updated_at=to_timestamp_text(updated),
+                versions=history.get(str(key), [])[-max_versions:] if max_versions > 0 else [],
+            )
+            for key, content, version, updated in blocks
+        ]
+
     def session_namespace(self, session_id: str) -> str | None:
         """The namespace holding ``session_id`` (session ids are unique across namespaces), or None."""
         rows = self._database.query_once(self._sql.session_namespace, {"id": session_id})
@@ -122,8 +148,14 @@ class SqlLifecycleStorage:
 
     # ----------------------------------------------------------------- writes
 
-    def write_sessions(self, namespace: str, snapshots: Iterable[SessionSnapshot]) -> None:
-        """Insert whole sessions, all in one transaction: any failure leaves the database untouched.
+    def write_sessions(
+        self,
+        namespace: str,
+        snapshots: Iterable[SessionSnapshot],
+        shared_blocks: Iterable[SharedBlockSnapshot] = (),
+    ) -> None:
+        """Insert whole sessions, then new shared blocks of ``namespace`` with their versions, all in
+        one transaction: any failure leaves the database untouched.
 
         A session never lands on rows already stored under its id (left by a prompt frozen while
         its session was deleted, say): that is a conflict, answered before any insert, and not a
@@ -139,6 +171,23 @@ class SqlLifecycleStorage:
                         "(delete the session or import it under another id); nothing was imported"
                     )
                 self._write_session(tx, namespace, snapshot)
+            for block in shared_blocks:
+                self._write_shared_block(tx, namespace, block)
+
+    def _write_shared_block(self, tx: Executor, namespace: str, block: SharedBlockSnapshot) -> None:
+        """A block the namespace did not have, and its versions; one written meanwhile is a conflict."""
+        owner = {"namespace": namespace, "scope": block.scope, "key": block.key}
+        row = {**owner, "subject": block.subject_id, "content": block.content, "version": block.version}
+        if not tx.query(self._sql.import_shared_block, {**row, "now": block.updated_at}):
+            raise ConflictError(
+                f"The {block.scope} block {block.key!r} was written while importing; nothing was imported"
+            )
+        for version in block.versions:
+            values = version_values(version.version, version.content, version.change)
+            tx.execute(
+                self._sql.import_block_version,
+                {**owner, "owner": block.subject_id, **values, "now": version.created_at},
+            )
 
     def _rows_remain(self, tx: Executor, namespace: str, session_id: str) -> bool:
         sid = {"sid": session_id}

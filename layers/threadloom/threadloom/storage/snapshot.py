@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from threadloom.records import Message  # noqa: TC001 - dataclass field types are read at runtime by tools
+from threadloom.records import BlockVersion, Message  # noqa: TC001 - dataclass field types are read at runtime by tools
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +39,19 @@ class BlockRow:
     key: str
     content: str
     updated_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class SharedBlockSnapshot:
+    """A subject or tenant block of one namespace (the owner is not in it) and its kept versions, oldest first."""
+
+    scope: str
+    subject_id: str
+    key: str
+    content: str
+    version: int
+    updated_at: str
+    versions: list[BlockVersion] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,4 +105,12 @@ class ExpiredSession:
     updated_at: str
 
 
-__all__ = ["BlockRow", "CompactionRow", "ExpiredSession", "MessageRow", "RemovedRows", "SessionSnapshot"]
+__all__ = [
+    "BlockRow",
+    "CompactionRow",
+    "ExpiredSession",
+    "MessageRow",
+    "RemovedRows",
+    "SessionSnapshot",
+    "SharedBlockSnapshot",
+]

@@ -6,7 +6,7 @@ import io
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response
-from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from threadloom.api import data_lifecycle
 from threadloom.api.models import ErasureReceiptOut, ErrorOut, ExportLink, ImportFromS3, ImportOut
@@ -39,9 +39,17 @@ JSONL = "application/x-ndjson"
         200: {"description": "The export file", "content": {JSONL: {"schema": {"type": "string"}}}},
     },
 )
-def export_session(sessionId: str) -> Response[Any]:
+def export_session(
+    sessionId: str,
+    includeSharedBlocks: Annotated[
+        bool,
+        Query(description="Also export the session's subject blocks and the tenant blocks, with their history"),
+    ] = False,
+) -> Response[Any]:
     require_session(manager(router), sessionId)
-    result = data_lifecycle.export_session(get_runtime(), tenant(router), sessionId)
+    result = data_lifecycle.export_session(
+        get_runtime(), tenant(router), sessionId, include_shared_blocks=includeSharedBlocks
+    )
     if isinstance(result, ExportLink):
         response = json_response(303, result)
         response.headers["Location"] = result.url
