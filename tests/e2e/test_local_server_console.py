@@ -35,8 +35,9 @@ def console_after_requests(tmp_path: Path, env: dict[str, str]) -> tuple[list[st
 
 def test_the_console_shows_one_line_per_request_and_no_metrics(tmp_path: Path) -> None:
     lines, requests = console_after_requests(tmp_path, {"THREADLOOM_TEST_CONSOLE": "1"})
-    banner, rest = lines[:2], lines[2:]
+    banner, rest = lines[:3], lines[3:]
     assert banner[0].startswith("Threadloom API on http://127.0.0.1:") and banner[1].startswith("Live status on")
+    assert banner[2].startswith("MCP (Streamable HTTP) on http://127.0.0.1:")
     text = "\n".join(rest)
     assert '"_aws"' not in text and "CloudWatchMetrics" not in text
     assert "UserWarning" not in text and "No application metrics" not in text
