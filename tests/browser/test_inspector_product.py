@@ -278,8 +278,16 @@ def test_hostile_markdown_never_executes(page: Page, server: Server, size: tuple
 
 
 def open_tree(page: Page) -> Any:
-    page.css("#tab-tree").click()
-    return page.css("#session-tree")
+    # A click that lands before the session page has wired its tabs is lost: click until the tab is
+    # selected. The tree is drawn once its three reads answer, which a loaded CI machine makes slow.
+    def selected(_: Any) -> bool:
+        tab = page.css("#tab-tree")
+        if tab.get_attribute("aria-selected") != "true":
+            tab.click()
+        return tab.get_attribute("aria-selected") == "true"
+
+    page.wait(selected, message="the Tree tab is selected")
+    return page.css("#session-tree", timeout=60)
 
 
 def tree_rows(page: Page, scope: str = "#session-tree > details > ol.tree-path") -> list[str]:
