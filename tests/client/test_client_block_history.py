@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Iterator
 
 import pytest
+from threadloom.api.exceptions import ForbiddenError
 from threadloom.client import AsyncThreadloomClient, ThreadloomClient
 from threadloom.errors import StaleVersionError
 
@@ -68,3 +69,14 @@ def test_the_async_client_reads_history_and_reverts(url: str) -> None:
             assert (await session.context_version("notes", 2)).content == "second"
 
     asyncio.run(run())
+
+
+def test_a_session_is_created_for_a_subject_only_with_the_right_to_act_for_users(url: str) -> None:
+    with ThreadloomClient(url, token="not-checked-locally") as client:
+        # The local caller is the subject `local` and holds no scopes: its own subject may be named ...
+        assert client.create("mine", subject_id="local").subject_id == "local"
+        # ... another user's (whose subject-scoped memory the session would read and write) may not.
+        before = len(client.list())
+        with pytest.raises(ForbiddenError, match="act-for-users"):
+            client.create("theirs", subject_id="ada")
+        assert len(client.list()) == before

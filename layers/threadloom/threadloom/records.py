@@ -111,6 +111,38 @@ class BlockVersion:
 
 
 @dataclass(frozen=True, slots=True)
+class Proposal:
+    """A memory edit a reflection proposed, as the HTTP API shows it (docs/reflection.md).
+
+    ``status``: ``pending`` (waits for approval), ``applying``, ``applied``, ``rejected`` or
+    ``failed`` (``error`` says why). ``operation`` ``append`` adds ``content`` as a line;
+    ``replace`` replaces the block if it is still at ``based_on_version``.
+    """
+
+    id: str
+    label: str
+    operation: Literal["append", "replace"]
+    content: str
+    source_message_ids: tuple[str, ...]
+    based_on_version: str | None
+    status: Literal["pending", "applying", "applied", "rejected", "failed"]
+    error: str | None
+    applied_version: str | None
+    created_at: str
+    decided_at: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ReflectResult:
+    """What a reflect request did: ``queued`` (a worker reflects later; its proposals appear in the
+    session's list) or, run at once, the outcome and that run's proposals."""
+
+    status: str
+    leaf_id: str | None
+    proposals: tuple[Proposal, ...] | None
+
+
+@dataclass(frozen=True, slots=True)
 class SessionInfo:
     """One row of the session registry (the reference's ``assistant_sessions`` columns)."""
 
@@ -264,6 +296,8 @@ __all__ = [
     "ContextBlock",
     "Message",
     "Omitted",
+    "Proposal",
+    "ReflectResult",
     "SearchResult",
     "SessionInfo",
     "StoredCompaction",

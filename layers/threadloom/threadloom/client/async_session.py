@@ -22,6 +22,8 @@ if TYPE_CHECKING:
         CompactResult,
         ContextBlock,
         Message,
+        Proposal,
+        ReflectResult,
         SearchResult,
         StoredCompaction,
     )
@@ -114,6 +116,28 @@ class AsyncRemoteSession:
     async def revert_context(self, label: str, version: int, *, based_on_version: int | None = None) -> ContextBlock:
         """Make an old version current again (a new version)."""
         return await self._http.run(ops.revert_context(self.session_id, label, version, based_on_version))
+
+    # ------------------------------------------------------------ reflection
+
+    async def reflect(self, leaf_id: str | None = None) -> ReflectResult:
+        """Reflect the conversation into memory (``queued`` when a worker does it later)."""
+        return await self._http.run(ops.reflect(self.session_id, leaf_id))
+
+    async def proposals_page(
+        self, *, status: str | None = None, limit: int | None = None, cursor: str | None = None
+    ) -> tuple[list[Proposal], str | None]:
+        """A page of the session's proposals, oldest first, and the cursor of the next page (None: the end)."""
+        return await self._http.run(ops.proposals_page(self.session_id, status, limit, cursor))
+
+    def iter_proposals(self, *, status: str | None = None) -> AsyncIterator[Proposal]:
+        return self._http.pages(lambda cursor: ops.proposals_page(self.session_id, status, None, cursor))
+
+    async def approve_proposal(self, proposal_id: str) -> Proposal:
+        """Apply a pending proposal (``ConflictError`` when it is no longer pending or its block changed)."""
+        return await self._http.run(ops.decide_proposal(self.session_id, proposal_id, "approve"))
+
+    async def reject_proposal(self, proposal_id: str) -> Proposal:
+        return await self._http.run(ops.decide_proposal(self.session_id, proposal_id, "reject"))
 
     async def freeze_system_prompt(self) -> str:
         return await self._http.run(ops.freeze_system_prompt(self.session_id))

@@ -94,8 +94,11 @@ class ThreadloomClient:
         parent_session_id: str | None = None,
         model: str | None = None,
         source: str | None = None,
+        subject_id: str | None = None,
     ) -> SessionInfo:
-        return self._http.run(ops.create(name, parent_session_id, model, source))
+        """A new session; ``subject_id`` names the end user it is for (a service token with the act-for-users
+        scope only, see docs/memory.md), by default the caller's JWT ``sub``."""
+        return self._http.run(ops.create(name, parent_session_id, model, source, subject_id))
 
     create_session = create
 

@@ -22,7 +22,16 @@ if TYPE_CHECKING:
 
     import httpx
 
-    from threadloom.records import BlockVersion, ContextBlock, Message, SearchResult, SessionInfo, StoredCompaction
+    from threadloom.records import (
+        BlockVersion,
+        ContextBlock,
+        Message,
+        Proposal,
+        ReflectResult,
+        SearchResult,
+        SessionInfo,
+        StoredCompaction,
+    )
 
 T = TypeVar("T")
 
@@ -91,8 +100,12 @@ def openapi() -> Op[dict[str, Any]]:
 # ----------------------------------------------------------------- sessions
 
 
-def create(name: str, parent_session_id: str | None, model: str | None, source: str | None) -> Op[SessionInfo]:
-    body = {"name": name, "parentSessionId": parent_session_id, "model": model, "source": source}
+def create(
+    name: str, parent_session_id: str | None, model: str | None, source: str | None, subject_id: str | None = None
+) -> Op[SessionInfo]:
+    body: dict[str, Any] = {"name": name, "parentSessionId": parent_session_id, "model": model, "source": source}
+    if subject_id is not None:
+        body["subjectId"] = subject_id
     return wire.session_info((yield Call("POST", "/sessions", body=body, idempotent=True)))
 
 
@@ -333,6 +346,29 @@ def revert_context(session_id: str, label: str, version: int, based_on_version: 
     if based_on_version is not None:
         body["basedOnVersion"] = based_on_version
     return wire.context_block((yield Call("POST", _route(session_id, "context", label, "revert"), body=body)))
+
+
+# ------------------------------------------------------------- reflection
+
+
+def reflect(session_id: str, leaf_id: str | None) -> Op[ReflectResult]:
+    body = {"leafId": leaf_id} if leaf_id is not None else None
+    # Not retried: a reflect whose answer was lost may have run, and a second run over the same messages
+    # is refused (409) rather than duplicated, so the caller decides.
+    return wire.reflect_result((yield Call("POST", _route(session_id, "reflect"), body=body)))
+
+
+def proposals_page(
+    session_id: str, status: str | None, limit: int | None, cursor: str | None
+) -> Op[tuple[list[Proposal], str | None]]:
+    params = {"status": status, "limit": limit, "cursor": cursor}
+    page = yield Call("GET", _route(session_id, "proposals"), params=params)
+    return [wire.proposal(item) for item in page["proposals"]], page.get("nextCursor")
+
+
+def decide_proposal(session_id: str, proposal_id: str, decision: str) -> Op[Proposal]:
+    # Deciding twice is refused (409: no longer pending), so a retry after a lost answer would mislead.
+    return wire.proposal((yield Call("POST", _route(session_id, "proposals", proposal_id, decision))))
 
 
 def freeze_system_prompt(session_id: str) -> Op[str]:

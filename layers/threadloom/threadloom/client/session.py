@@ -18,7 +18,15 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
     from threadloom.client.transport import Transport
-    from threadloom.records import BlockVersion, ContextBlock, Message, SearchResult, StoredCompaction
+    from threadloom.records import (
+        BlockVersion,
+        ContextBlock,
+        Message,
+        Proposal,
+        ReflectResult,
+        SearchResult,
+        StoredCompaction,
+    )
 
 
 class RemoteSession:
@@ -107,6 +115,28 @@ class RemoteSession:
     def revert_context(self, label: str, version: int, *, based_on_version: int | None = None) -> ContextBlock:
         """Make an old version current again (a new version)."""
         return self._http.run(ops.revert_context(self.session_id, label, version, based_on_version))
+
+    # ------------------------------------------------------------ reflection
+
+    def reflect(self, leaf_id: str | None = None) -> ReflectResult:
+        """Reflect the conversation into memory (``queued`` when a worker does it later)."""
+        return self._http.run(ops.reflect(self.session_id, leaf_id))
+
+    def proposals_page(
+        self, *, status: str | None = None, limit: int | None = None, cursor: str | None = None
+    ) -> tuple[list[Proposal], str | None]:
+        """A page of the session's proposals, oldest first, and the cursor of the next page (None: the end)."""
+        return self._http.run(ops.proposals_page(self.session_id, status, limit, cursor))
+
+    def iter_proposals(self, *, status: str | None = None) -> Iterator[Proposal]:
+        return self._http.pages(lambda cursor: ops.proposals_page(self.session_id, status, None, cursor))
+
+    def approve_proposal(self, proposal_id: str) -> Proposal:
+        """Apply a pending proposal (``ConflictError`` when it is no longer pending or its block changed)."""
+        return self._http.run(ops.decide_proposal(self.session_id, proposal_id, "approve"))
+
+    def reject_proposal(self, proposal_id: str) -> Proposal:
+        return self._http.run(ops.decide_proposal(self.session_id, proposal_id, "reject"))
 
     def freeze_system_prompt(self) -> str:
         return self._http.run(ops.freeze_system_prompt(self.session_id))

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from threadloom.records import BlockChange, BlockVersion, ContextBlock, SearchResult, SessionInfo, StoredCompaction
+from threadloom.records import (
+    BlockChange,
+    BlockVersion,
+    ContextBlock,
+    Proposal,
+    ReflectResult,
+    SearchResult,
+    SessionInfo,
+    StoredCompaction,
+)
 
 
 def session_info(body: dict[str, Any]) -> SessionInfo:
@@ -78,3 +87,28 @@ def block_version(body: dict[str, Any]) -> BlockVersion:
 
 
 __all__ = ["block_version", "context_block", "search_result", "session_info", "stored_compaction"]
+
+
+def proposal(body: dict[str, Any]) -> Proposal:
+    return Proposal(
+        id=body["id"],
+        label=body["label"],
+        operation=body["operation"],
+        content=body["content"],
+        source_message_ids=tuple(body["sourceMessageIds"]),
+        based_on_version=body.get("basedOnVersion"),
+        status=body["status"],
+        error=body.get("error"),
+        applied_version=body.get("appliedVersion"),
+        created_at=body["createdAt"],
+        decided_at=body.get("decidedAt"),
+    )
+
+
+def reflect_result(body: dict[str, Any]) -> ReflectResult:
+    proposals = body.get("proposals")
+    return ReflectResult(
+        status=body["status"],
+        leaf_id=body.get("leafId"),
+        proposals=None if proposals is None else tuple(proposal(item) for item in proposals),
+    )
