@@ -43,7 +43,8 @@ CHROMIUM_FLAGS = (
     "--window-size=1280,800",
 )
 # Compaction after 3,000 tokens with a short protected tail, so flows can watch the meter fill.
-# The skills block has no description, as in docs/examples/quick-compaction.yaml.
+# The skills block has no description, as in docs/examples/quick-compaction.yaml. Reflection waits for
+# approval and runs only on demand (not after each compaction), for the Memory proposals panel.
 PROFILE = """
 blocks:
   - {label: soul, kind: static, description: Who you are, content: You are a ship's navigator.}
@@ -51,6 +52,7 @@ blocks:
   - {label: skills, kind: skills}
 compaction: {threshold: 3000, protect_head: 1, tail_token_budget: 40, min_tail_messages: 2}
 searchable_history: history
+reflection: {enabled: true, block: memory, approval: required, extractor: {kind: offline}, after_compaction: false}
 """
 TENANT = "local"
 
