@@ -8,15 +8,43 @@ panel at any moment, so reads and clicks find their element afresh through ``pag
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.browser.conftest import Page, Server
+from tests.browser.conftest import Page, Server, checked_page
 from tests.browser.test_block_history import read, version
 from tests.browser.test_inspector import text
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(90)]
+
+# A second server whose memory is shared by the user's sessions and whose reflection applies every edit at once.
+AT_ONCE_PROFILE = """
+blocks:
+  - {label: memory, kind: writable, scope: subject, description: Facts about the user, max_tokens: 200}
+reflection: {enabled: true, block: memory, approval: none, extractor: {kind: offline}}
+compaction: {enabled: false}
+"""
+
+
+@pytest.fixture(scope="module")
+def at_once_server(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    from tests.support.local_server import local_server
+
+    data = tmp_path_factory.mktemp("reflect-at-once") / "d"
+    with local_server(data, profile=AT_ONCE_PROFILE) as running:
+        yield Server(url=running.url, data_dir=data)
+        # The session's Chromium keeps its keep-alive connections to this server open, and a graceful stop waits
+        # for them (the shared server stops after the browser quits): stop this one outright, it holds nothing.
+        running.process.kill()
+
+
+@pytest.fixture
+def at_once_page(driver: Any, at_once_server: Server, request: pytest.FixtureRequest) -> Iterator[Page]:
+    with checked_page(driver, at_once_server, request.node.name) as wrapper:
+        yield wrapper
+    driver.get("about:blank")  # nothing keeps polling this module's server once it stops
 
 
 def converse(server: Server, name: str, *messages: dict[str, Any]) -> str:
@@ -72,11 +100,17 @@ def status_of(page: Page, content: str) -> str:
 def press(page: Page, content: str, button: str) -> None:
     """Press Approve or Reject of one proposal from the keyboard (focus, then Enter)."""
 
+    from selenium.common.exceptions import ElementNotInteractableException, NoSuchElementException
+
     def act() -> None:
         element = card(page, content).find_element("css selector", f"button.{button}")
         page.js("arguments[0].focus()", element)
-        assert page.driver.switch_to.active_element == element
-        element.send_keys("\n")
+        try:
+            if page.driver.switch_to.active_element != element:
+                raise NoSuchElementException("focus went elsewhere (the list was redrawn): ask again")
+            element.send_keys("\n")
+        except ElementNotInteractableException as redrawn:  # a redraw took the button away: nothing was pressed
+            raise NoSuchElementException(str(redrawn)) from redrawn
 
     read(page, act)
 
@@ -96,7 +130,7 @@ def test_reflect_now_lists_proposals_and_approve_and_reject_decide_them(page: Pa
     # And Reflect now is pressed
     read(page, lambda: page.css("#reflect-now").click())
     # Then the reflection's two proposals arrive and wait for approval
-    page.text_appears("#reflect-state", "proposed 2 edits", timeout=20)
+    page.text_appears("#reflect-state", "proposed 2 edits (2 waiting for approval)", timeout=20)
     page.wait(lambda _: len(page.all('article.proposal[data-status="pending"]')) == 2)
     name = proposal_text(page, "Name: Ada")
     assert "Append a line to memory" in name and "waiting for approval" in name
@@ -212,9 +246,40 @@ def test_many_proposals_load_a_page_at_a_time_and_fit_a_phone(page: Page, server
     page.wait(lambda _: len(page.all("article.proposal")) == 25)
     assert proposal_text(page, "Prefers: tea number 25")
     assert read(page, lambda: [b.is_displayed() for b in page.all("button.load-more-proposals")]) == [False]
+    # And a redraw caused by a live change keeps the keyboard on the same control of the same proposal
+    key = read(page, lambda: card(page, "Prefers: tea number 3").find_element("css selector", "button.reject"))
+    key = key.get_attribute("data-focus-key")
+    page.js(
+        "const b = document.querySelector(`[data-focus-key='${arguments[0]}']`); b.focus(); b.dataset.old = '1'", key
+    )
+    status, _ = server.call("POST", f"/sessions/{sid}/messages", {"message": text("u2", "user", "Thanks.")})
+    assert status == 201
+    page.wait(lambda _: page.js("return !document.querySelector('[data-old]')"), message="no redraw after the append")
+    assert page.driver.switch_to.active_element.get_attribute("data-focus-key") == key
     # And the filter shows only the decided ones: none yet
     from selenium.webdriver.support.select import Select
 
     read(page, lambda: Select(page.css("#proposal-filter")).select_by_value("applied"))
     page.text_appears("#proposals-summary", "No proposals applied")
     assert page.all("article.proposal") == []
+
+
+def test_with_approval_off_reflect_now_applies_at_once_to_a_subject_block(
+    at_once_page: Page, at_once_server: Server
+) -> None:
+    # Given a profile whose memory block is shared by the user's sessions, and reflection without approval
+    page, server = at_once_page, at_once_server
+    sid = converse(server, "At once", text("u1", "user", "My name is Cy."))
+    open_proposals(page, sid)
+    # When Reflect now is pressed
+    read(page, lambda: page.css("#reflect-now").click())
+    # Then the run's one proposal is applied at once, said so, to the subject-scoped block, with nothing to decide
+    page.text_appears("#reflect-state", "proposed 1 edit (1 applied)", timeout=20)
+    page.wait(lambda _: status_of(page, "Name: Cy") == "applied")
+    applied = proposal_text(page, "Name: Cy")
+    assert "scope subject: every session of this user" in applied and "Made: version 1 of memory" in applied
+    assert read(page, lambda: card(page, "Name: Cy").find_elements("css selector", "button")) == []
+    page.wait(lambda _: not any(count.is_displayed() for count in page.all("#tab-proposals .count")))
+    # And the Context panel shows the content
+    read(page, lambda: page.css("#tab-context").click())
+    page.text_appears('section.block[data-label="memory"] pre.block-content', "Name: Cy")

@@ -61,16 +61,23 @@ export async function pendingProposals(sessionId) {
   return { count: page.proposals.length, more: Boolean(page.nextCursor) };
 }
 
-/** Every proposal id of the session, following the cursor to the end (to see which ones a run added). */
-async function proposalIds(sessionId) {
-  const ids = new Set();
+/** Every proposal of the session as id → status, following the cursor to the end (to see what a run added). */
+async function proposalStatuses(sessionId) {
+  const statuses = new Map();
   let cursor = null;
   do {
     const page = await api.proposals(sessionId, { cursor, limit: MAX_PAGE });
-    for (const item of page.proposals) ids.add(item.id);
+    for (const item of page.proposals) statuses.set(item.id, item.status);
     cursor = page.nextCursor || null;
   } while (cursor);
-  return ids;
+  return statuses;
+}
+
+/** "2 waiting for approval, 1 applied": how many of `statuses` are in each status. */
+function tally(statuses) {
+  const counts = new Map();
+  for (const status of statuses) counts.set(status, (counts.get(status) || 0) + 1);
+  return [...counts].map(([status, count]) => `${fmtNumber(count)} ${STATUS_WORDS[status] || status}`).join(", ");
 }
 
 /**
@@ -112,12 +119,15 @@ export function renderProposals(panel, ctx) {
     return h("div", { class: "proposal-fact" }, h("dt", {}, `${term}: `), h("dd", {}, ...value));
   }
 
-  function sources(ids) {
+  function sources(item) {
+    const ids = item.sourceMessageIds || [];
     if (!ids.length) return ["none named"];
     const parts = [ids.length === 1 ? "message " : "messages "];
     ids.slice(0, MAX_MESSAGE_LINKS).forEach((id, index) => {
       if (index) parts.push(", ");
-      parts.push(messageLink(ctx.sessionId, id));
+      const link = messageLink(ctx.sessionId, id);
+      link.dataset.focusKey = `${item.id}:message:${id}`;
+      parts.push(link);
     });
     if (ids.length > MAX_MESSAGE_LINKS) parts.push(` and ${fmtNumber(ids.length - MAX_MESSAGE_LINKS)} more`);
     return parts;
@@ -129,7 +139,7 @@ export function renderProposals(panel, ctx) {
     const verb = item.operation === "replace" ? `Replace the content of ${item.label}` : `Append a line to ${item.label}`;
     const article = h(
       "article",
-      { class: `proposal status-${item.status}`, "aria-labelledby": titleId, dataset: { proposalId: item.id, status: item.status, operation: item.operation } },
+      { class: `proposal status-${item.status}`, "aria-label": `${verb}: ${gist(item.content)}`, dataset: { proposalId: item.id, status: item.status, operation: item.operation } },
       h(
         "div",
         { class: "proposal-head" },
@@ -141,7 +151,7 @@ export function renderProposals(panel, ctx) {
       "dl",
       { class: "proposal-facts small" },
       factRow("Block", h("code", {}, item.label), block ? h("span", { class: "proposal-scope" }, ` (scope ${block.scope}: ${SCOPE_WORDS[block.scope] || block.scope})`) : null),
-      factRow("From", ...sources(item.sourceMessageIds || [])),
+      factRow("From", ...sources(item)),
       factRow("Based on", item.basedOnVersion ? `version ${item.basedOnVersion}` : "any version (an append)"),
       factRow("Proposed", timeEl(item.createdAt)),
       item.decidedAt ? factRow("Decided", timeEl(item.decidedAt)) : null,
@@ -163,17 +173,25 @@ export function renderProposals(panel, ctx) {
       }
     }
     const what = `${item.operation} “${gist(item.content)}” ${item.operation === "replace" ? "as" : "to"} ${item.label}`;
-    const approve = h("button", { type: "button", class: "primary approve", "aria-label": `Approve: ${what}` }, "Approve");
-    const reject = h("button", { type: "button", class: "reject", "aria-label": `Reject: ${what}` }, "Reject");
+    const approve = h("button", { type: "button", class: "primary approve", "aria-label": `Approve: ${what}`, dataset: { focusKey: `${item.id}:approve` } }, "Approve");
+    const reject = h("button", { type: "button", class: "reject", "aria-label": `Reject: ${what}`, dataset: { focusKey: `${item.id}:reject` } }, "Reject");
     approve.addEventListener("click", () => decide(item, "approve", [approve, reject]));
     reject.addEventListener("click", () => decide(item, "reject", [approve, reject]));
     article.append(h("div", { class: "row proposal-actions" }, approve, reject));
     return h("li", {}, article);
   }
 
+  /** Redraw the list; the keyboard focus inside it stays on the same control of the same proposal. */
   function draw() {
+    const active = document.activeElement;
+    const focusKey = active && list.contains(active) ? active.dataset.focusKey || null : null;
+    const focusCard = active && list.contains(active) ? active.closest("article.proposal") : null;
     clear(list);
     for (const item of items) list.append(card(item));
+    if (focusCard) {
+      const again = (focusKey && list.querySelector(`[data-focus-key="${CSS.escape(focusKey)}"]`)) || document.getElementById(`proposal-${focusCard.dataset.proposalId}-title`);
+      if (again) again.focus();
+    }
     more.hidden = !cursor;
     const waiting = items.filter((item) => item.status === "pending").length;
     if (!items.length) {
@@ -255,15 +273,17 @@ export function renderProposals(panel, ctx) {
       if (destroyed) return;
       let added = [];
       try {
-        const now = await proposalIds(ctx.sessionId);
-        added = [...now].filter((id) => !before.has(id));
+        const now = await proposalStatuses(ctx.sessionId);
+        added = [...now].filter(([id]) => !before.has(id)).map(([, status]) => status);
       } catch (caught) {
         showError(error, caught, "Could not read the proposals");
       }
       if (destroyed) return;
       if (added.length) {
-        reflectState.textContent = `The reflection up to message ${leafId} proposed ${plural(added.length, "edit")}.`;
+        // With approval off a run's proposals are applied at once: say so rather than "waiting".
+        reflectState.textContent = `The reflection up to message ${leafId} proposed ${plural(added.length, "edit")} (${tally(added)}).`;
         reflectButton.disabled = false;
+        ctx.refreshContext(); // with approval off they were applied: the Context panel reads the block again
         await refresh();
         return;
       }
@@ -282,7 +302,7 @@ export function renderProposals(panel, ctx) {
     reflectState.hidden = false;
     reflectState.textContent = "Asking for a reflection…";
     try {
-      const before = await proposalIds(ctx.sessionId);
+      const before = await proposalStatuses(ctx.sessionId);
       const answer = await api.reflect(ctx.sessionId);
       showError(error, null);
       if (answer.status === "queued") {
@@ -291,6 +311,7 @@ export function renderProposals(panel, ctx) {
         return;
       }
       reflectState.textContent = OUTCOME_WORDS[answer.status] || `The reflection ended: ${answer.status}.`;
+      ctx.refreshContext();
       await refresh();
     } catch (caught) {
       reflectState.hidden = true;
