@@ -239,7 +239,7 @@ def test_many_proposals_load_a_page_at_a_time_and_fit_a_phone(page: Page, server
     assert page.css("#tab-proposals .count").text == "25"
     overflow = page.js("return document.documentElement.scrollWidth - document.documentElement.clientWidth")
     assert overflow <= 0, f"the page scrolls sideways by {overflow}px at phone width"
-    page.js("arguments[0].scrollIntoView()", page.css("#tab-proposals"))
+    page.js("arguments[0].scrollIntoView({block: 'center'})", page.css("#tab-proposals"))
     page.screenshot("memory-proposals-phone")
     # And "Load more proposals" brings the rest
     read(page, lambda: page.css("button.load-more-proposals").click())

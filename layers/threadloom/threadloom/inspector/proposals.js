@@ -114,6 +114,7 @@ export function renderProposals(panel, ctx) {
   let generation = 0; // a newer read wins over a slower older one
   let destroyed = false;
   let watchTimer = 0;
+  const deciding = new Set(); // proposals whose approve/reject is in flight: their buttons stay disabled on a redraw
 
   function factRow(term, ...value) {
     return h("div", { class: "proposal-fact" }, h("dt", {}, `${term}: `), h("dd", {}, ...value));
@@ -175,8 +176,9 @@ export function renderProposals(panel, ctx) {
     const what = `${item.operation} “${gist(item.content)}” ${item.operation === "replace" ? "as" : "to"} ${item.label}`;
     const approve = h("button", { type: "button", class: "primary approve", "aria-label": `Approve: ${what}`, dataset: { focusKey: `${item.id}:approve` } }, "Approve");
     const reject = h("button", { type: "button", class: "reject", "aria-label": `Reject: ${what}`, dataset: { focusKey: `${item.id}:reject` } }, "Reject");
-    approve.addEventListener("click", () => decide(item, "approve", [approve, reject]));
-    reject.addEventListener("click", () => decide(item, "reject", [approve, reject]));
+    approve.disabled = reject.disabled = deciding.has(item.id);
+    approve.addEventListener("click", () => decide(item, "approve"));
+    reject.addEventListener("click", () => decide(item, "reject"));
     article.append(h("div", { class: "row proposal-actions" }, approve, reject));
     return h("li", {}, article);
   }
@@ -240,8 +242,10 @@ export function renderProposals(panel, ctx) {
     draw();
   }
 
-  async function decide(item, action, buttons) {
-    buttons.forEach((button) => (button.disabled = true));
+  async function decide(item, action) {
+    if (deciding.has(item.id)) return;
+    deciding.add(item.id);
+    for (const button of list.querySelectorAll(`button[data-focus-key^="${CSS.escape(item.id)}:"]`)) button.disabled = true;
     try {
       const updated = action === "approve" ? await api.approveProposal(ctx.sessionId, item.id) : await api.rejectProposal(ctx.sessionId, item.id);
       showError(error, null);
@@ -258,8 +262,10 @@ export function renderProposals(panel, ctx) {
     } catch (caught) {
       // Decided meanwhile (409), or the block refused the edit (then `failed`): say so, show where it stands now.
       showError(error, caught, `Could not ${action} the proposal`);
+      deciding.delete(item.id);
       await reload().catch(() => draw());
     }
+    deciding.delete(item.id);
     ctx.proposalsChanged();
     // Keep the keyboard where it was: on this proposal, or on the panel's heading when a filter hid it.
     (document.getElementById(`proposal-${item.id}-title`) || document.getElementById("proposals-title")).focus();
