@@ -179,14 +179,22 @@ def test_approving_a_proposal_decided_meanwhile_says_why_and_shows_where_it_stan
     # Given a pending proposal on show, the page quiet ...
     sid = converse(server, "Decided elsewhere", text("u1", "user", "My name is Bo."))
     [proposal] = reflected(server, sid, 1)
-    open_proposals(page, sid)
+    # (the Context panel, shown first, says a proposal waits for the memory block and leads to it)
+    page.open(f"/sessions/{sid}")
+    note = 'section.block[data-label="memory"] .block-proposals'
+    page.text_appears(note, "1 memory edit proposed by reflection waits for approval.")
+    page.js("arguments[0].scrollIntoView({block: 'center'})", page.css(note))
+    page.screenshot("memory-proposals-context-note")
+    read(page, lambda: page.css(f"{note} button.review-proposals").send_keys("\n"))
+    page.wait(lambda _: page.driver.switch_to.active_element.get_attribute("id") == "tab-proposals")
     assert status_of(page, "Name: Bo") == "pending"
     page.text_appears("#live-channel", "Live over WebSocket")
-    page.js("document.querySelector('ol.proposals').dataset.drawn = 'before'")
+    page.js("document.querySelector('article.proposal').dataset.drawn = 'before'")
     # ... when another reviewer rejects it over HTTP behind the page's back
     status, body = server.call("POST", f"/sessions/{sid}/proposals/{proposal['id']}/reject")
     assert (status, body["status"]) == (200, "rejected")
-    assert page.js("return document.querySelector('ol.proposals').dataset.drawn") == "before"
+    time.sleep(1)
+    assert page.js("return document.querySelector('article.proposal').dataset.drawn") == "before"
     page.allowed_errors.append("/approve")  # the browser logs the 409 the page was asked to show
     # And the page approves it
     press(page, "Name: Bo", "approve")

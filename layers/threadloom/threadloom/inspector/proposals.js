@@ -55,10 +55,31 @@ function gist(text, max = 60) {
 
 const plural = (count, word) => `${fmtNumber(count)} ${word}${count === 1 ? "" : "s"}`;
 
-/** How many proposals wait for approval: `{count, more}` (`more`: at least one page beyond `count`). */
+/**
+ * How many proposals wait for approval: `{count, more, byLabel}` (`more`: at least one page beyond `count`;
+ * `byLabel`: label → how many of them edit that block).
+ */
 export async function pendingProposals(sessionId) {
   const page = await api.proposals(sessionId, { status: "pending", limit: MAX_PAGE });
-  return { count: page.proposals.length, more: Boolean(page.nextCursor) };
+  const byLabel = new Map();
+  for (const item of page.proposals) byLabel.set(item.label, (byLabel.get(item.label) || 0) + 1);
+  return { count: page.proposals.length, more: Boolean(page.nextCursor), byLabel };
+}
+
+/**
+ * Fill the Context panel's per-block notes (`.block-proposals[data-label]`) from `byLabel`: a block with
+ * proposals waiting says so, with a button that opens the Proposals panel (`open`).
+ */
+export function drawBlockNotes(container, byLabel, open) {
+  for (const note of container.querySelectorAll(".block-proposals")) {
+    const waiting = byLabel.get(note.dataset.label) || 0;
+    note.hidden = waiting === 0;
+    clear(note);
+    if (!waiting) continue;
+    const review = h("button", { type: "button", class: "link review-proposals" }, waiting === 1 ? "Review it" : "Review them");
+    review.addEventListener("click", open);
+    note.append(`${plural(waiting, "memory edit")} proposed by reflection ${waiting === 1 ? "waits" : "wait"} for approval. `, review);
+  }
 }
 
 /** Every proposal of the session as id → status, following the cursor to the end (to see what a run added). */

@@ -9,7 +9,7 @@ import { watchSession } from "./live.js";
 import { busy, confirmAction, errorBox, notify, showError } from "./ui.js";
 import { sessionLink } from "./sessions.js";
 import { TreeView } from "./tree.js";
-import { pendingProposals, renderProposals } from "./proposals.js";
+import { drawBlockNotes, pendingProposals, renderProposals } from "./proposals.js";
 
 const TABS = [
   ["context", "Context"],
@@ -146,6 +146,8 @@ export async function renderSession(root, sessionId, focusMessageId) {
     refreshContext: () => refreshers.context && refreshers.context(),
     refreshPrompt: () => refreshers.prompt && refreshers.prompt(),
     proposalsChanged: () => countProposals(),
+    /** The Context panel drew its blocks: note on each how many proposals wait for it. */
+    drawBlockNotes: (container) => drawBlockNotes(container, pendingByLabel, showProposals),
     refreshSession: async () => {
       try {
         session = await api.getSession(sessionId);
@@ -189,11 +191,18 @@ export async function renderSession(root, sessionId, focusMessageId) {
   const pendingCount = h("span", { class: "tab-count", hidden: true });
   tabs.proposals.append(pendingCount);
   let countAsked = 0;
+  let pendingByLabel = new Map();
+  function showProposals() {
+    select("proposals");
+    tabs.proposals.focus();
+  }
   async function countProposals() {
     const asked = ++countAsked;
     try {
-      const { count, more } = await pendingProposals(sessionId);
+      const { count, more, byLabel } = await pendingProposals(sessionId);
       if (asked !== countAsked) return;
+      pendingByLabel = byLabel;
+      drawBlockNotes(panels.context, byLabel, showProposals);
       pendingCount.hidden = count === 0;
       clear(pendingCount);
       pendingCount.append(" ", h("span", { class: "count" }, more ? `${fmtNumber(count)}+` : fmtNumber(count)), h("span", { class: "visually-hidden" }, " waiting"));
