@@ -18,6 +18,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,8 @@ CHROMIUM_FLAGS = (
     "--window-size=1280,800",
 )
 # Compaction after 3,000 tokens with a short protected tail, so flows can watch the meter fill.
-# The skills block has no description, as in docs/examples/quick-compaction.yaml.
+# The skills block has no description, as in docs/examples/quick-compaction.yaml. Reflection waits for
+# approval and runs only on demand (not after each compaction), for the Memory proposals panel.
 PROFILE = """
 blocks:
   - {label: soul, kind: static, description: Who you are, content: You are a ship's navigator.}
@@ -51,6 +53,7 @@ blocks:
   - {label: skills, kind: skills}
 compaction: {threshold: 3000, protect_head: 1, tail_token_budget: 40, min_tail_messages: 2}
 searchable_history: history
+reflection: {enabled: true, block: memory, approval: required, extractor: {kind: offline}, after_compaction: false}
 """
 TENANT = "local"
 
@@ -213,8 +216,9 @@ class Page:
         ]
 
 
-@pytest.fixture
-def page(driver: Any, server: Server, request: pytest.FixtureRequest) -> Iterator[Page]:
+@contextmanager
+def checked_page(driver: Any, server: Server, name: str) -> Iterator[Page]:
+    """A page on ``server`` at 1280x800 that fails the test on any console error it logged."""
     driver.set_window_size(1280, 800)
     driver.get_log("browser")  # drop what earlier tests left
     wrapper = Page(driver, server)
@@ -222,5 +226,11 @@ def page(driver: Any, server: Server, request: pytest.FixtureRequest) -> Iterato
     time.sleep(0.2)  # let late requests report
     errors = wrapper.console_errors()
     if errors:
-        wrapper.screenshot(f"failed-{request.node.name}")
+        wrapper.screenshot(f"failed-{name}")
     assert errors == [], f"browser console errors: {errors}"
+
+
+@pytest.fixture
+def page(driver: Any, server: Server, request: pytest.FixtureRequest) -> Iterator[Page]:
+    with checked_page(driver, server, request.node.name) as wrapper:
+        yield wrapper

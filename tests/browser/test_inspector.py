@@ -270,8 +270,8 @@ def test_keyboard_navigation(page: Page, server: Server) -> None:
     # Tabs move with the arrow keys
     page.css("#tab-context").click()
     page.driver.switch_to.active_element.send_keys(Keys.ARROW_RIGHT)
-    assert page.driver.switch_to.active_element.get_attribute("id") == "tab-prompt"
-    assert page.css("#panel-prompt").is_displayed()
+    assert page.driver.switch_to.active_element.get_attribute("id") == "tab-proposals"
+    assert page.css("#panel-proposals").is_displayed()
     # J moves between messages in the conversation feed
     page.js("document.querySelector('.history').focus()")
     page.driver.switch_to.active_element.send_keys("j")

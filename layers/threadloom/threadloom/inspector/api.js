@@ -141,6 +141,17 @@ export const api = {
   tools: (id) => request("GET", `/sessions/${enc(id)}/tools`),
   callTool: (id, name, input) => request("POST", `/sessions/${enc(id)}/tools/${enc(name)}`, { input }),
   status: (id) => request("GET", `/sessions/${enc(id)}/status`),
+  /** Queue a reflection of the conversation (202 `queued`), or its outcome when it ran at once (200). */
+  reflect: (id) => request("POST", `/sessions/${enc(id)}/reflect`, {}),
+  /** One page of the memory edits reflection proposed, oldest first; `status` null lists every status. */
+  proposals: (id, { status = null, cursor = null, limit = 20 } = {}) => {
+    const query = new URLSearchParams({ limit: String(limit) });
+    if (status) query.set("status", status);
+    if (cursor) query.set("cursor", cursor);
+    return request("GET", `/sessions/${enc(id)}/proposals?${query}`);
+  },
+  approveProposal: (id, proposalId) => request("POST", `/sessions/${enc(id)}/proposals/${enc(proposalId)}/approve`),
+  rejectProposal: (id, proposalId) => request("POST", `/sessions/${enc(id)}/proposals/${enc(proposalId)}/reject`),
 };
 
 /** Words for any error (ApiError or anything thrown). */

@@ -60,6 +60,7 @@ function blockCard(block, ctx, error, reload, openHistories) {
     block.description ? h("p", { class: "muted small block-description" }, block.description) : null,
     usageBar(block.tokens, block.maxTokens, { label: block.label }),
     h("pre", { class: "block-content" }, block.content || "(empty)"),
+    block.writable ? h("p", { class: "block-proposals notice-inline warn small", dataset: { label: block.label }, hidden: true }) : null,
   ]);
   if (!editable) return card;
   const textarea = h("textarea", { name: "content", rows: 4, "aria-label": `New content for ${block.label}` }, block.content);
@@ -121,6 +122,7 @@ export function renderContext(panel, ctx) {
       clear(body);
       body.append(breakdown(win));
       for (const block of blocks) body.append(blockCard(block, ctx, error, reload, openHistories));
+      if (ctx.drawBlockNotes) ctx.drawBlockNotes(body);
       const skills = h("section", { class: "card", "aria-labelledby": "skills-title" }, h("h3", { id: "skills-title" }, "Loaded skills"));
       if (!win.loadedSkills.length) skills.append(h("p", { class: "muted" }, "None loaded. Load one with the load_context tool (Actions)."));
       const list = h("ul", { class: "skills" });

@@ -18,7 +18,7 @@ const SOURCE_WORDS = {
 };
 
 /** A link to one message in the conversation view (the route scrolls to it and highlights it). */
-const messageLink = (sessionId, messageId) =>
+export const messageLink = (sessionId, messageId) =>
   h("a", { href: `#/sessions/${encodeURIComponent(sessionId)}/messages/${encodeURIComponent(messageId)}`, class: "message-link" }, h("code", {}, messageId));
 
 /** Who made a change, in words: "Tool call in this session after message m7", "HTTP request (req-1)". */

@@ -9,13 +9,18 @@ import { watchSession } from "./live.js";
 import { busy, confirmAction, errorBox, notify, showError } from "./ui.js";
 import { sessionLink } from "./sessions.js";
 import { TreeView } from "./tree.js";
+import { drawBlockNotes, pendingProposals, renderProposals } from "./proposals.js";
 
 const TABS = [
   ["context", "Context"],
+  ["proposals", "Proposals"], // memory edits reflection proposed (the panel's heading says so)
   ["prompt", "Prompt"],
   ["tree", "Tree"],
   ["actions", "Actions"],
 ];
+
+/** The panel last shown per session, so following a link to one of its messages keeps it open. */
+const lastTab = new Map();
 
 export async function renderSession(root, sessionId, focusMessageId) {
   const error = errorBox();
@@ -140,6 +145,9 @@ export async function renderSession(root, sessionId, focusMessageId) {
     conversation,
     refreshContext: () => refreshers.context && refreshers.context(),
     refreshPrompt: () => refreshers.prompt && refreshers.prompt(),
+    proposalsChanged: () => countProposals(),
+    /** The Context panel drew its blocks: note on each how many proposals wait for it. */
+    drawBlockNotes: (container) => drawBlockNotes(container, pendingByLabel, showProposals),
     refreshSession: async () => {
       try {
         session = await api.getSession(sessionId);
@@ -155,6 +163,7 @@ export async function renderSession(root, sessionId, focusMessageId) {
   };
 
   let current = null;
+  let proposalsView = null;
   function select(key) {
     for (const [other] of TABS) {
       tabs[other].setAttribute("aria-selected", String(other === key));
@@ -162,18 +171,47 @@ export async function renderSession(root, sessionId, focusMessageId) {
       panels[other].hidden = other !== key;
     }
     current = key;
+    lastTab.set(sessionId, key);
     if (!panels[key].dataset.ready) {
       panels[key].dataset.ready = "1";
       if (key === "context") refreshers.context = renderContext(panels.context, context);
       if (key === "prompt") refreshers.prompt = renderPrompt(panels.prompt, context);
       if (key === "actions") renderActions(panels.actions, context);
+      if (key === "proposals") {
+        proposalsView = renderProposals(panels.proposals, context);
+        refreshers.proposals = proposalsView.refresh;
+      }
       if (key === "tree") {
         const tree = new TreeView(panels.tree, context);
         refreshers.tree = () => tree.markStale();
       }
     }
   }
-  select("context");
+  // The Proposals tab says how many wait for approval, so they are found without opening it.
+  const pendingCount = h("span", { class: "tab-count", hidden: true });
+  tabs.proposals.append(pendingCount);
+  let countAsked = 0;
+  let pendingByLabel = new Map();
+  function showProposals() {
+    select("proposals");
+    tabs.proposals.focus();
+  }
+  async function countProposals() {
+    const asked = ++countAsked;
+    try {
+      const { count, more, byLabel } = await pendingProposals(sessionId);
+      if (asked !== countAsked) return;
+      pendingByLabel = byLabel;
+      drawBlockNotes(panels.context, byLabel, showProposals);
+      pendingCount.hidden = count === 0;
+      clear(pendingCount);
+      pendingCount.append(" ", h("span", { class: "count" }, more ? `${fmtNumber(count)}+` : fmtNumber(count)), h("span", { class: "visually-hidden" }, " waiting"));
+    } catch {
+      pendingCount.hidden = true; // the count is a courtesy; the panel itself reports errors
+    }
+  }
+  countProposals();
+  select(lastTab.get(sessionId) || "context");
 
   // --- live meter ----------------------------------------------------------------------------
   const meterBar = h("meter", { min: 0, max: 1, value: 0, id: "token-meter", "aria-labelledby": "token-meter-label" });
@@ -253,6 +291,8 @@ export async function renderSession(root, sessionId, focusMessageId) {
         conversation.refresh();
         context.refreshSession();
         if (current === "context") context.refreshContext();
+        if (current === "proposals") refreshers.proposals();
+        else countProposals();
         if (refreshers.tree) refreshers.tree();
       }, 250);
     },
@@ -261,6 +301,7 @@ export async function renderSession(root, sessionId, focusMessageId) {
   return () => {
     stop();
     clearTimeout(refreshTimer);
+    if (proposalsView) proposalsView.destroy();
     conversation.destroy();
     document.title = "Threadloom inspector";
   };
