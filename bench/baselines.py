@@ -49,7 +49,10 @@ DESCRIPTIONS = {
     "to_tsvector('english') in a GIN index); history = one prepared recursive query",
     "raw psycopg": "psycopg 3, autocommit, execute(prepare=True): the same statements and table",
     "langchain": "langchain-postgres PostgresChatMessageHistory.add_messages([message]) / .messages "
-    "(psycopg 3; its own table: serial id, session uuid, JSONB, index on session)",
+    "(psycopg 3; its own table: serial id, session uuid, JSONB, index on session; psycopg prepares its INSERT "
+    "and SELECT as named server-side statements after 5 runs)",
+    "langchain unprepared": "the same with prepare_threshold=None, as psycopg must run behind a transaction "
+    "pooler that does not track prepared statements (Threadloom sends only unnamed statements)",
 }
 
 _PG8000 = {"sid": ":sid", "id": ":id", "parent": ":parent", "content": ":content", "text": ":text", "leaf": ":leaf"}
@@ -129,8 +132,10 @@ class LangchainPeer:
 
     name = "langchain"
 
-    def __init__(self, url: str) -> None:
-        self.connection = psycopg.connect(url)
+    def __init__(self, url: str, prepare_threshold: int | None = 5) -> None:
+        # psycopg's default (5): a statement run 5 times is prepared as a named server-side statement,
+        # which RDS Proxy pins and PgBouncer's transaction pooling (before 1.21) breaks; None turns it off.
+        self.connection = psycopg.connect(url, prepare_threshold=prepare_threshold)
 
     def session(self, key: str) -> PostgresChatMessageHistory:
         session_id = str(uuid.uuid5(uuid.NAMESPACE_URL, key))

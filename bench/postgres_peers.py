@@ -1,8 +1,10 @@
 """Threadloom on PostgreSQL beside langchain-postgres and the raw baselines, as a store a user might switch from.
 
 Sides (``bench/baselines.py``, printed at the start): Threadloom's ``Session`` on ``PostgresStore``
-(one per session, as the library is used), langchain-postgres's ``PostgresChatMessageHistory``,
-and the raw pg8000 and psycopg 3 clients with prepared statements. Two workloads, each run
+(one per session, as the library is used), langchain-postgres's ``PostgresChatMessageHistory``
+as documented (psycopg then prepares its statements on the server after 5 runs) and again with
+``prepare_threshold=None`` (as it has to run behind a transaction pooler), and the raw pg8000 and
+psycopg 3 clients with prepared statements. Two workloads, each run
 ``RUNS`` times with the sides interleaved, ratios quoted as the median of the runs and their range:
 
 - append p50 to a session already holding 2,000 messages;
@@ -38,7 +40,7 @@ HISTORY = 2_000
 SESSIONS = 500
 APPENDS = 10
 TEXT = "The quick brown fox jumps over the lazy dog while the agent takes careful notes. "
-NAMES = ("threadloom", "langchain", "raw pg8000", "raw psycopg")
+NAMES = ("threadloom", "langchain", "langchain unprepared", "raw pg8000", "raw psycopg")
 
 
 def message(message_id: str) -> dict[str, Any]:
@@ -51,9 +53,10 @@ class Sides:
     def __init__(self, url: str) -> None:
         self.store = PostgresStore(url)
         self.langchain = LangchainPeer(url)
+        self.langchain_unprepared = LangchainPeer(url, prepare_threshold=None)
         self.raw = [Pg8000Raw(url), PsycopgRaw(url)]
         self.sessions: dict[str, Session] = {}
-        self.histories: dict[str, Any] = {}
+        self.histories: dict[tuple[str, str], Any] = {}
         self.leaves: dict[str, str | None] = {}
 
     def append(self, name: str, key: str, item: dict[str, Any]) -> None:
@@ -61,10 +64,11 @@ class Sides:
             if key not in self.sessions:
                 self.sessions[key] = Session.create(self.store).for_session(key)
             self.sessions[key].append_message(item)
-        elif name == "langchain":
-            if key not in self.histories:
-                self.histories[key] = self.langchain.session(key)
-            self.histories[key].add_messages([LangchainPeer.message(item)])
+        elif name in ("langchain", "langchain unprepared"):
+            if (name, key) not in self.histories:
+                peer = self.langchain if name == "langchain" else self.langchain_unprepared
+                self.histories[name, key] = peer.session(f"{name}-{key}")
+            self.histories[name, key].add_messages([LangchainPeer.message(item)])
         else:
             side = self.raw[0] if name == "raw pg8000" else self.raw[1]
             side.append(f"{name}-{key}", item, self.leaves.get(f"{name}-{key}"))
@@ -73,8 +77,8 @@ class Sides:
     def read(self, name: str, key: str) -> int:
         if name == "threadloom":
             return len(self.sessions[key].get_history())
-        if name == "langchain":
-            return len(self.histories[key].messages)
+        if name in ("langchain", "langchain unprepared"):
+            return len(self.histories[name, key].messages)
         side = self.raw[0] if name == "raw pg8000" else self.raw[1]
         leaf = self.leaves[f"{name}-{key}"]
         assert leaf is not None
@@ -84,8 +88,9 @@ class Sides:
         """``count`` messages in each side's session ``key`` (not timed)."""
         items = [message(f"seed-{i}") for i in range(count)]
         Session.create(self.store).for_session(key).append_messages(items)
-        self.histories[key] = self.langchain.session(key)
-        self.histories[key].add_messages([LangchainPeer.message(item) for item in items])
+        for name, peer in (("langchain", self.langchain), ("langchain unprepared", self.langchain_unprepared)):
+            self.histories[name, key] = peer.session(f"{name}-{key}")
+            self.histories[name, key].add_messages([LangchainPeer.message(item) for item in items])
         for name in ("raw pg8000", "raw psycopg"):
             for item in items:
                 self.append(name, key, item)
@@ -94,6 +99,7 @@ class Sides:
         for side in self.raw:
             side.close()
         self.langchain.close()
+        self.langchain_unprepared.close()
         self.store.close()
 
 
@@ -154,7 +160,7 @@ def compare(url: str, commit: str) -> bool:
                 met = statistics.median(ratios) < 1.0
                 ok &= met
                 verdict = f"(target < 1) {'ok' if met else 'MISSED'}" if commit == "on" else "(for information)"
-            print(f"  {label:<24} threadloom / {other:<12} {spread(ratios)} {verdict}")
+            print(f"  {label:<24} threadloom / {other:<20} {spread(ratios)} {verdict}")
     return ok
 
 

@@ -15,13 +15,13 @@ if TYPE_CHECKING:
 
 
 @contextmanager
-def scratch_postgres(url: str) -> Iterator[str]:
-    """Yield the URL of a new, empty database on ``url``'s server; drop it on exit."""
+def scratch_postgres(url: str, suffix: str = "") -> Iterator[str]:
+    """Yield the URL of a new, empty database on ``url``'s server; drop it on exit (``suffix`` names a second one)."""
     params = parse_database_url(url)
     admin = pg8000.native.Connection(
         user=params.user, host=params.host, port=params.port, database=params.database, password=params.password
     )
-    name = f"threadloom_bench_{os.getpid()}"
+    name = f"threadloom_bench_{os.getpid()}{suffix}"
     admin.run(f'DROP DATABASE IF EXISTS "{name}"')
     admin.run(f'CREATE DATABASE "{name}"')
     parts = urlsplit(url)
