@@ -53,9 +53,14 @@ class SqlSearchProvider:
         match = self._sql.match_param(query)
         if match is None:
             return None
-        rows = self._database.query_once(
-            self._sql.search_entries, {**self._params(), "match": match, "limit": SEARCH_RESULT_LIMIT}
-        )
+        params = {**self._params(), "match": match, "limit": SEARCH_RESULT_LIMIT}
+        with self._database.read() as tx:
+            statement = self._sql.entry_statement(tx, self._sql.search_entries, self.scope, create=False)
+            rows = tx.query(statement, params) if statement else None
+        if rows is None:  # the scope's index is made on first use (SQLite keeps one per scope)
+            with self._database.write() as tx:
+                statement = self._sql.entry_statement(tx, self._sql.search_entries, self.scope, create=True)
+                rows = tx.query(statement, params) if statement else []
         if not rows:
             return None
         return "\n\n".join(f"[{key}]\n{content}" for key, content in rows)
@@ -70,10 +75,13 @@ class SqlSearchProvider:
                         f"Block {self.label!r} already holds {count} entries, the most allowed ({self.max_entries});"
                         " update an existing entry instead"
                     )
-            if self._sql.unindex_entry:
-                tx.execute(self._sql.unindex_entry, params)
+            unindex = self._sql.entry_statement(tx, self._sql.unindex_entry, self.scope, create=True)
+            if unindex:
+                tx.execute(unindex, params)
             tx.execute(self._sql.upsert_entry, {**params, "content": content, "now": utc_now()})
-            tx.execute(self._sql.index_entry, {**params, **self._sql.index_params(content)})
+            index = self._sql.entry_statement(tx, self._sql.index_entry, self.scope, create=True)
+            assert index is not None
+            tx.execute(index, {**params, **self._sql.index_params(content)})
 
 
 def _describe_count(rows: Sequence[Sequence[Any]]) -> str | None:

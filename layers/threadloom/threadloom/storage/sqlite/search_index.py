@@ -26,7 +26,14 @@ from typing import TYPE_CHECKING, Final
 
 from threadloom.search import searchable_text
 from threadloom.storage.sqlite.database import SqliteDatabase, translate_sqlite_error
-from threadloom.storage.sqlite.sql import SqliteSql
+from threadloom.storage.sqlite.sql import (
+    ANY_INDEX,
+    CREATE_INDEX,
+    MESSAGE_INDEX,
+    SqliteSql,
+    aimed_at,
+    message_index_name,
+)
 
 if TYPE_CHECKING:
     from threadloom.storage.database import Database
@@ -49,20 +56,56 @@ SEARCH_BATCH: Final = 1_000
 
 
 def index_pending(connection: sqlite3.Connection, limit: int) -> int:
-    """Index up to ``limit`` waiting rows, lowest rowid first, inside the caller's write transaction.
+    """Remove, then index, up to ``limit`` rows, lowest rowid first, inside the caller's write transaction.
 
-    Returns how many waiting rows it took: indexed, or dropped because the message has no
-    searchable text or is gone. Fewer than ``limit`` means none is left.
+    Rows named for removal go first, all of them before any waiting row: a rowid freed by a
+    deleted message may already hold a new message waiting to be indexed. Each waiting row goes
+    to the index of its session's namespace (made on first use). Returns how many rows it took:
+    removed, indexed, or dropped because the message has no searchable text or is gone. Fewer
+    than ``limit`` means none is left.
     """
-    rows = connection.execute(SqliteSql.pending_rows, (limit,)).fetchall()
+    stale = connection.execute(SqliteSql.stale_rows, (limit,)).fetchall()
+    if stale:
+        known: set[str] = set()
+        for _, rowid, namespace in stale:
+            table = message_index_name(namespace)
+            if table in known or _exists(connection, table):
+                known.add(table)
+                connection.execute(aimed_at(SqliteSql.unindex_stale_row, MESSAGE_INDEX, table), (rowid,))
+        connection.execute(SqliteSql.drop_stale_rows, (stale[-1][0],))
+        if len(stale) == limit:
+            return limit
+    rows = connection.execute(SqliteSql.pending_rows, (limit - len(stale),)).fetchall()
     if not rows:
-        return 0
-    connection.executemany(
-        SqliteSql.index_pending_row,
-        [(rowid, text) for rowid, content in rows if content is not None and (text := _searchable(content))],
-    )
+        return len(stale)
+    by_namespace: dict[str | None, list[tuple[int, str]]] = {}
+    for rowid, content, namespace in rows:
+        if content is not None and (text := _searchable(content)):
+            by_namespace.setdefault(namespace, []).append((rowid, text))
+    for namespace, texts in by_namespace.items():
+        table = message_index_name(namespace)
+        ensure_index(connection, table, "messages", namespace)
+        connection.executemany(aimed_at(SqliteSql.index_pending_row, MESSAGE_INDEX, table), texts)
     connection.execute(SqliteSql.drop_pending_rows, (rows[-1][0],))
-    return len(rows)
+    return len(stale) + len(rows)
+
+
+def ensure_index(connection: sqlite3.Connection, table: str, kind: str, owner: str | None) -> bool:
+    """Make the index ``table`` of ``owner`` unless it exists; True when it was made now.
+
+    Inside the caller's write transaction. ``table`` is a name made by ``message_index_name`` or
+    ``entry_index_name``, never caller text.
+    """
+    if _exists(connection, table):
+        return False
+    connection.execute(aimed_at(CREATE_INDEX, ANY_INDEX, table))
+    registered = {"name": table, "kind": kind if owner is not None else f"{kind} of unregistered sessions"}
+    connection.execute(SqliteSql.register_search_index, {**registered, "owner": owner or ""})
+    return True
+
+
+def _exists(connection: sqlite3.Connection, table: str) -> bool:
+    return connection.execute(SqliteSql.search_index_exists, {"name": table}).fetchone() is not None
 
 
 def after_appends(database: SqliteDatabase, count: int) -> None:
