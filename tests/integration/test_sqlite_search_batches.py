@@ -583,7 +583,11 @@ def test_the_migration_moves_every_indexed_row_to_its_namespaces_own_index(store
         assert sorted(re.findall(r"^\[(\w+)\]$", answer, flags=re.MULTILINE)) == sorted(
             key for key, content in entries if "merger" in content
         )
-    assert store.search_provider(scope="nobody").search("merger") is None
+    nobody = store.search_provider(scope="nobody")
+    nobody.init("knowledge")
+    assert nobody.search("merger") is None
+    names = {row[0] for row in store.database.connection.execute("SELECT owner FROM threadloom_search_indexes")}
+    assert names == {"acme", "beta"}  # a scope that never wrote gets no index
 
 
 def test_a_session_registered_after_its_messages_moves_to_its_namespaces_index(store: SqliteStore) -> None:

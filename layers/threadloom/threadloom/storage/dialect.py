@@ -228,12 +228,13 @@ class SqlDialect:
         return statement
 
     @classmethod
-    def entry_statement(cls, tx: Executor, statement: str, scope: str, *, create: bool) -> str | None:
-        """An entry statement aimed at ``scope``'s entry index, as :meth:`message_search_statement`.
+    def entry_search_statement(cls, database: Database, scope: str) -> str | None:
+        """``search_entries`` aimed at ``scope``'s entry index, or None when that index holds nothing."""
+        return cls.search_entries
 
-        With ``create`` (``tx`` a write transaction) a missing index is made first, so the answer
-        is never None; without, None means it does not exist yet.
-        """
+    @classmethod
+    def entry_statement(cls, tx: Executor, statement: str, scope: str) -> str:
+        """An entry statement aimed at ``scope``'s entry index, made first (``tx`` writes) if it is missing."""
         return statement
 
     @classmethod

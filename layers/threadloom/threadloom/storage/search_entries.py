@@ -53,14 +53,10 @@ class SqlSearchProvider:
         match = self._sql.match_param(query)
         if match is None:
             return None
-        params = {**self._params(), "match": match, "limit": SEARCH_RESULT_LIMIT}
-        with self._database.read() as tx:
-            statement = self._sql.entry_statement(tx, self._sql.search_entries, self.scope, create=False)
-            rows = tx.query(statement, params) if statement else None
-        if rows is None:  # the scope's index is made on first use (SQLite keeps one per scope)
-            with self._database.write() as tx:
-                statement = self._sql.entry_statement(tx, self._sql.search_entries, self.scope, create=True)
-                rows = tx.query(statement, params) if statement else []
+        statement = self._sql.entry_search_statement(self._database, self.scope)
+        if statement is None:
+            return None
+        rows = self._database.query_once(statement, {**self._params(), "match": match, "limit": SEARCH_RESULT_LIMIT})
         if not rows:
             return None
         return "\n\n".join(f"[{key}]\n{content}" for key, content in rows)
@@ -75,12 +71,10 @@ class SqlSearchProvider:
                         f"Block {self.label!r} already holds {count} entries, the most allowed ({self.max_entries});"
                         " update an existing entry instead"
                     )
-            unindex = self._sql.entry_statement(tx, self._sql.unindex_entry, self.scope, create=True)
-            if unindex:
-                tx.execute(unindex, params)
+            if self._sql.unindex_entry:
+                tx.execute(self._sql.entry_statement(tx, self._sql.unindex_entry, self.scope), params)
             tx.execute(self._sql.upsert_entry, {**params, "content": content, "now": utc_now()})
-            index = self._sql.entry_statement(tx, self._sql.index_entry, self.scope, create=True)
-            assert index is not None
+            index = self._sql.entry_statement(tx, self._sql.index_entry, self.scope)
             tx.execute(index, {**params, **self._sql.index_params(content)})
 
 

@@ -48,12 +48,21 @@ class SqliteDialect(SqliteSql):
         return aimed_at(statement, MESSAGE_INDEX, table)
 
     @classmethod
-    def entry_statement(cls, tx: Executor, statement: str, scope: str, *, create: bool) -> str | None:
-        """``statement`` aimed at the scope's own index; made on first use and filled with the scope's entries."""
+    def entry_search_statement(cls, database: Database, scope: str) -> str | None:
+        """``search_entries`` aimed at the scope's own index: bm25 then counts that scope's entries only."""
+        table = entry_index_name(scope)
+        if database.query_once(SqliteSql.search_index_exists, {"name": table}):
+            return aimed_at(SqliteSql.search_entries, ENTRY_INDEX, table)
+        if not database.query_once(SqliteSql.scope_has_entries, {"scope": scope}):
+            return None  # nothing to find, and no index made for a scope that never wrote
+        with database.write() as tx:  # entries stored before migration 0024: their index, once
+            return cls.entry_statement(tx, SqliteSql.search_entries, scope)
+
+    @classmethod
+    def entry_statement(cls, tx: Executor, statement: str, scope: str) -> str:
+        """``statement`` aimed at the scope's own index, made on first use and filled with the scope's entries."""
         table = entry_index_name(scope)
         if not tx.query(SqliteSql.search_index_exists, {"name": table}):
-            if not create:
-                return None
             tx.execute(aimed_at(CREATE_INDEX, ANY_INDEX, table))
             tx.execute(SqliteSql.register_search_index, {"name": table, "kind": "entries", "owner": scope})
             tx.execute(aimed_at(SqliteSql.fill_entry_index, ENTRY_INDEX, table), {"scope": scope})

@@ -489,6 +489,7 @@ class SqliteSql(SqlDialect):
         f"INSERT INTO {ENTRY_INDEX} (rowid, content) SELECT rowid, content FROM threadloom_search_entries "
         "WHERE scope = :scope"
     )
+    scope_has_entries = "SELECT 1 FROM threadloom_search_entries WHERE scope = :scope LIMIT 1"
     search_entries = (
         f"SELECT e.key, e.content FROM {ENTRY_INDEX} f "
         "JOIN threadloom_search_entries e ON e.rowid = f.rowid "
