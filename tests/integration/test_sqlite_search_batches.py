@@ -1,14 +1,17 @@
 """SQLite indexes messages for search in batches (migration 0011), and search never notices.
 
 An append only marks its row in ``threadloom_message_fts_pending``; every 64th append and every
-message search index what waits. Each test checks what a search returns right after the writes
-(the backlog still there) and what the tables hold, on real SQLite files.
+message search index what waits, each row into its namespace's own index (migration 0024), and a
+deleted or rewritten message's row leaves it through ``threadloom_message_fts_stale``. Each test
+checks what a search returns right after the writes (the backlog still there) and what the
+tables hold, on real SQLite files.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import re
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -20,8 +23,10 @@ from threadloom.lifecycle import export_sessions, import_sessions
 from threadloom.search import searchable_text
 from threadloom.storage.migrations import apply_migrations, load_migrations
 from threadloom.storage.sqlite.search_index import INDEX_EVERY, SEARCH_BATCH
+from threadloom.storage.sqlite.sql import message_index_name
 
 from tests.support.messages import text_message
+from tests.support.schema_versions import store_before
 
 
 @pytest.fixture
@@ -44,8 +49,34 @@ def pending(store: SqliteStore) -> list[int]:
 
 
 def indexed(store: SqliteStore) -> dict[int, str]:
-    """The FTS5 rows: rowid → indexed text."""
-    return dict(store.database.connection.execute("SELECT rowid, content FROM threadloom_message_fts").fetchall())
+    """The rows of every message index: rowid → indexed text; each row sits in its message's namespace's index."""
+    connection = store.database.connection
+    found: dict[int, str] = {}
+    for (table,) in connection.execute("SELECT name FROM threadloom_search_indexes WHERE kind LIKE 'messages%'"):
+        for rowid, content in connection.execute(f"SELECT rowid, content FROM {table}").fetchall():
+            assert rowid not in found, rowid
+            found[rowid] = content
+            owner = connection.execute(
+                "SELECT s.namespace, m.rowid FROM threadloom_messages m "
+                "LEFT JOIN threadloom_sessions s ON s.id = m.session_id WHERE m.rowid = ?",
+                (rowid,),
+            ).fetchone()
+            assert owner is None or table == message_index_name(owner[0]) or rowid in stale(store), rowid
+    return found
+
+
+def stale(store: SqliteStore) -> set[int]:
+    """Rowids named for removal from an index by the next batch."""
+    rows = store.database.connection.execute("SELECT message_rowid FROM threadloom_message_fts_stale").fetchall()
+    return {row[0] for row in rows}
+
+
+def index_table(store: SqliteStore, session_id: str) -> str:
+    """The message index of the namespace holding ``session_id`` (of unregistered sessions without one)."""
+    rows = store.database.connection.execute(
+        "SELECT namespace FROM threadloom_sessions WHERE id = ?", (session_id,)
+    ).fetchall()
+    return message_index_name(rows[0][0] if rows else None)
 
 
 def expected_index(store: SqliteStore) -> dict[int, str]:
@@ -56,11 +87,11 @@ def expected_index(store: SqliteStore) -> dict[int, str]:
 
 
 def assert_invariant(store: SqliteStore) -> None:
-    """Every message with searchable text is indexed with exactly that text, or waits; nothing else is indexed."""
-    expected, actual, waiting = expected_index(store), indexed(store), set(pending(store))
-    assert set(actual) <= set(expected)
+    """Every message with searchable text is indexed with exactly that text, or waits; any other row is stale."""
+    expected, actual, waiting, leaving = expected_index(store), indexed(store), set(pending(store)), stale(store)
+    assert set(actual) - set(expected) <= leaving
     for rowid, text in expected.items():
-        assert actual.get(rowid) == text or (rowid in waiting and rowid not in actual), rowid
+        assert actual.get(rowid) == text or (rowid in waiting and (rowid not in actual or rowid in leaving)), rowid
 
 
 def hits(searcher: Any, query: str) -> list[str]:
@@ -191,8 +222,8 @@ def test_a_rowid_freed_while_waiting_is_indexed_with_its_new_message(store: Sqli
 
 
 def test_a_row_indexed_by_an_older_writer_gives_way(store: SqliteStore, path: str) -> None:
-    # Given a waiting message deleted and its rowid reused by a process still running version 10
-    # (during an upgrade): that process indexed its new message at once, under a rowid that waits
+    # Given a waiting message deleted and its rowid reused by a process that indexed its new message
+    # at once (version 10 did, in the one shared index of its time), under a rowid that waits
     session = Session.create(store).for_session("s")
     session.append_messages([text_message("a", "first")])
     session.append_message(text_message("b", "stale words"))
@@ -206,7 +237,7 @@ def test_a_row_indexed_by_an_older_writer_gives_way(store: SqliteStore, path: st
             "path_tokens, created_at) VALUES (?, 's', 'c', 3, 'a', 'user', ?, 1, 10, 20, ?)",
             (freed, json.dumps(text_message("c", "fresh words")), utc_now()),
         )
-        older.execute("INSERT INTO threadloom_message_fts (rowid, content) VALUES (?, 'fresh words')", (freed,))
+        older.execute(f"INSERT INTO {index_table(store, 's')} (rowid, content) VALUES (?, 'fresh words')", (freed,))
         older.execute("UPDATE threadloom_session_heads SET leaf_id = 'c', next_seq = 4 WHERE session_id = 's'")
         older.execute("COMMIT")
     finally:
@@ -294,7 +325,7 @@ def test_a_backlog_larger_than_one_search_batch_is_indexed_whole(store: SqliteSt
     session = Session.create(store).for_session("s")
     count = SEARCH_BATCH + SEARCH_BATCH // 2
     session.append_messages(words(count))
-    store.database.connection.execute("DELETE FROM threadloom_message_fts")  # as if nothing had been indexed
+    store.database.connection.execute(f"DELETE FROM {index_table(store, 's')}")  # as if nothing had been indexed
     store.database.connection.execute(
         "INSERT OR IGNORE INTO threadloom_message_fts_pending SELECT rowid FROM threadloom_messages"
     )
@@ -405,8 +436,9 @@ def test_the_migration_keeps_stored_messages_searchable(store_at_version_10: Sql
     store = store_at_version_10
     assert 11 in store.migrate()
     session = Session.create(store).for_session("s")
-    assert pending(store) == []
+    assert sorted(pending(store)) == [1, 2, 3]  # migration 0024 moves them to their namespace's index
     assert hits(session, "harbour") == ["v0", "v2"]
+    assert pending(store) == []
 
     session.append_message(text_message("v3", "new harbour"))
     session.update_message(text_message("v1", "renamed harbour"))
@@ -430,8 +462,9 @@ def test_the_index_is_what_one_insert_per_message_built(path: str) -> None:
         reference.execute("INSERT INTO f (rowid, content) VALUES (?, ?)", (index + 1, text))
     try:
         for query in ("cats", "dogs", "unicode", "ünïcödé 3", '"about dogs"'):
+            table = index_table(store, "s")
             ours = store.database.connection.execute(
-                "SELECT rowid FROM threadloom_message_fts WHERE threadloom_message_fts MATCH ? ORDER BY rank, rowid",
+                f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rank, rowid",
                 (store.sql.match_param(query),),
             ).fetchall()
             theirs = reference.execute(
@@ -441,3 +474,131 @@ def test_the_index_is_what_one_insert_per_message_built(path: str) -> None:
     finally:
         reference.close()
         store.close()
+
+
+# ------------------------------------------------------------------ migration 0024
+
+MESSAGES_AT_23 = {
+    # namespace → session → messages (id, text); "acme" writes "merger" often, "beta" holds the probe pair
+    "acme": {"a-deal": [(f"a{index}", f"the merger {index}") for index in range(12)]},
+    "beta": {
+        "b-one": [("d1", "merger qzkvtrw merger"), ("d2", "qzkvtrw merger qzkvtrw")],
+        "b-two": [("d3", "a merger note"), ("d4", "no match here")],
+    },
+}
+ENTRIES_AT_23 = {"acme": [("k1", "merger plans"), ("k2", "merger merger timeline")], "beta": [("e1", "qzkvtrw merger")]}
+
+
+@pytest.fixture
+def store_at_version_23(tmp_path: Path) -> Any:
+    """A store at schema 23 holding two namespaces' messages and entries in the shared FTS5 tables of that schema."""
+    for older in store_before(24, "sqlite", tmp_path):
+        with older.database.write() as tx:
+            for namespace, sessions in MESSAGES_AT_23.items():
+                for session_id, messages in sessions.items():
+                    tx.execute(
+                        older.sql.insert_session,
+                        {
+                            "id": session_id,
+                            "namespace": namespace,
+                            "name": session_id,
+                            "parent_session_id": None,
+                            "model": None,
+                            "source": None,
+                            "subject_id": None,
+                            "now": utc_now(),
+                        },
+                    )
+                    tx.execute(
+                        "INSERT INTO threadloom_session_heads (session_id, leaf_id, next_seq) "
+                        "VALUES (:sid, :leaf, :next)",
+                        {"sid": session_id, "leaf": messages[-1][0], "next": len(messages) + 1},
+                    )
+                    for seq, (message_id, text) in enumerate(messages, start=1):
+                        tx.execute(
+                            "INSERT INTO threadloom_messages "
+                            "(session_id, id, seq, parent_id, role, content, depth, tokens, path_tokens, created_at) "
+                            "VALUES (:sid, :id, :seq, :parent, 'user', :content, :depth, 10, :path, :at)",
+                            {
+                                "sid": session_id,
+                                "id": message_id,
+                                "seq": seq,
+                                "parent": messages[seq - 2][0] if seq > 1 else None,
+                                "content": json.dumps(text_message(message_id, text), separators=(",", ":")),
+                                "depth": seq - 1,
+                                "path": 10 * seq,
+                                "at": utc_now(),
+                            },
+                        )
+                        # what version 23's batch did: every namespace's rows in the one shared index
+                        tx.execute(
+                            "INSERT INTO threadloom_message_fts (rowid, content) "
+                            "SELECT rowid, :text FROM threadloom_messages WHERE session_id = :sid AND id = :id",
+                            {"text": text, "sid": session_id, "id": message_id},
+                        )
+            for scope, entries in ENTRIES_AT_23.items():
+                for key, content in entries:
+                    params = {"scope": scope, "label": "knowledge", "key": key, "content": content, "now": utc_now()}
+                    tx.execute(
+                        "INSERT INTO threadloom_search_entries (scope, label, key, content, created_at, updated_at) "
+                        "VALUES (:scope, :label, :key, :content, :now, :now)",
+                        params,
+                    )
+                    tx.execute(
+                        "INSERT INTO threadloom_search_entries_fts (rowid, content) SELECT rowid, :content "
+                        "FROM threadloom_search_entries WHERE scope = :scope AND label = :label AND key = :key",
+                        params,
+                    )
+        yield older
+
+
+def test_the_migration_moves_every_indexed_row_to_its_namespaces_own_index(store_at_version_23: Any) -> None:
+    store = store_at_version_23
+    indexed_before = dict(
+        store.database.connection.execute("SELECT rowid, content FROM threadloom_message_fts").fetchall()
+    )
+    assert 24 in store.migrate()
+    tables = {row[0] for row in store.database.connection.execute("SELECT name FROM sqlite_master")}
+    assert "threadloom_message_fts" not in tables and "threadloom_search_entries_fts" not in tables
+
+    # Every message is found in its namespace, by its own text, and nowhere else
+    for namespace, sessions in MESSAGES_AT_23.items():
+        manager = SessionManager.create(store, namespace=namespace)
+        expected = {message_id for messages in sessions.values() for message_id, text in messages if "merger" in text}
+        assert hits(manager, "merger") == sorted(expected)
+        for session_id, messages in sessions.items():
+            found = manager.get_session(session_id).search("merger", limit=100)
+            assert {hit.id: hit.content for hit in found} == {i: t for i, t in messages if "merger" in t}
+    assert indexed(store) == indexed_before == expected_index(store)
+    assert pending(store) == [] and stale(store) == set()
+    # The order now follows the namespace's own statistics only: beta's pair as in a database of beta alone
+    beta = SessionManager.create(store, namespace="beta")
+    assert [hit.id for hit in beta.get_session("b-one").search("merger")] == ["d1", "d2"]
+    assert [hit.id for hit in beta.get_session("b-one").search("qzkvtrw")] == ["d2", "d1"]
+    # The entries come back in each scope's own index, on first use
+    for scope, entries in ENTRIES_AT_23.items():
+        provider = store.search_provider(scope=scope)
+        provider.init("knowledge")
+        answer = provider.search("merger") or ""
+        assert sorted(re.findall(r"^\[(\w+)\]$", answer, flags=re.MULTILINE)) == sorted(
+            key for key, content in entries if "merger" in content
+        )
+    nobody = store.search_provider(scope="nobody")
+    nobody.init("knowledge")
+    assert nobody.search("merger") is None
+    names = {row[0] for row in store.database.connection.execute("SELECT owner FROM threadloom_search_indexes")}
+    assert names == {"acme", "beta"}  # a scope that never wrote gets no index
+
+
+def test_a_session_registered_after_its_messages_moves_to_its_namespaces_index(store: SqliteStore) -> None:
+    # Given a bare Session's messages, indexed in the index of unregistered sessions
+    session = Session.create(store).for_session("late")
+    session.append_messages([text_message("l0", "late lantern"), text_message("l1", "other")])
+    assert hits(session, "lantern") == ["l0"]
+    # When a namespace registers that session id
+    manager = SessionManager.create(store, namespace="n")
+    store.registry("n").create("late", session_id="late")
+    # Then its namespace's search finds them, and so does the session's own search
+    assert hits(manager, "lantern") == ["l0"]
+    assert hits(manager.get_session("late"), "lantern") == ["l0"]
+    assert indexed(store) == expected_index(store)

@@ -1,9 +1,10 @@
 """What a backend's SQL module provides: every statement the shared storage logic runs.
 
 Each backend subclasses :class:`SqlDialect` in its own ``sql.py`` and fills in the
-statements (named ``:param`` placeholders, never string formatting of values) plus three
+statements (named ``:param`` placeholders, never string formatting of values) plus a few
 hooks for the only real difference: how text is indexed, what a message search must do
-first (SQLite indexes messages in batches) and how a search query is bound.
+first (SQLite indexes messages in batches), which index a search reads (SQLite keeps one
+per namespace, see :meth:`message_search_statement`) and how a search query is bound.
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 if TYPE_CHECKING:
-    from threadloom.storage.database import Database
+    from collections.abc import Sequence
+
+    from threadloom.storage.database import Database, Executor
 
 JUMP_SPAN: Final = 64
 """A message's ``jump`` is the seq of its ancestor at depth ``((depth - 1) // JUMP_SPAN) * JUMP_SPAN`` (0005)."""
@@ -211,3 +214,30 @@ class SqlDialect:
         message committed before it even where :attr:`index_message` defers the indexing.
         """
         raise NotImplementedError
+
+    @classmethod
+    def message_search_statement(
+        cls, database: Database, statement: str, *, namespace: str | None = None, session_id: str | None = None
+    ) -> str | None:
+        """``statement`` (``search_session`` or ``search_namespace``) aimed at the index of ``namespace``.
+
+        With ``session_id`` instead, the index of the namespace holding that session. None when
+        that index holds nothing yet (the search finds nothing). As it is where one index serves
+        every namespace because a hit's score reads only the hit (PostgreSQL's ``ts_rank``).
+        """
+        return statement
+
+    @classmethod
+    def entry_search_statement(cls, database: Database, scope: str) -> str | None:
+        """``search_entries`` aimed at ``scope``'s entry index, or None when that index holds nothing."""
+        return cls.search_entries
+
+    @classmethod
+    def entry_statement(cls, tx: Executor, statement: str, scope: str) -> str:
+        """An entry statement aimed at ``scope``'s entry index, made first (``tx`` writes) if it is missing."""
+        return statement
+
+    @classmethod
+    def purge_statements_now(cls, database: Database) -> Sequence[str]:
+        """The statements that drop what deleted rows left in index structures (default: ``purge_statements``)."""
+        return cls.purge_statements

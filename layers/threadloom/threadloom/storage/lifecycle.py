@@ -293,10 +293,11 @@ class SqlLifecycleStorage:
 
     def purge_deleted(self) -> None:
         """Drop what deleted rows may leave in index structures (after a batch of deletes, not per row)."""
-        if not self._sql.purge_statements:
+        statements = self._sql.purge_statements_now(self._database)
+        if not statements:
             return
         with self._database.write() as tx:
-            for statement in self._sql.purge_statements:
+            for statement in statements:
                 tx.execute(statement)
 
 

@@ -234,10 +234,13 @@ class SqlSessionRegistry:
         if match is None or limit <= 0:
             return []
         self._sql.prepare_message_search(self._database)
+        statement = self._sql.message_search_statement(
+            self._database, self._sql.search_namespace, namespace=self.namespace
+        )
+        if statement is None:
+            return []
         with self._database.read() as tx:
-            rows = tx.query(
-                self._sql.search_namespace, {"match": match, "namespace": self.namespace, "limit": int(limit)}
-            )
+            rows = tx.query(statement, {"match": match, "namespace": self.namespace, "limit": int(limit)})
         return [
             SearchResult(
                 id=row[0], role=row[1], content=row[2] or "", created_at=to_timestamp_text(row[3]), session_id=row[4]

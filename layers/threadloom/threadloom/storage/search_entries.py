@@ -53,9 +53,10 @@ class SqlSearchProvider:
         match = self._sql.match_param(query)
         if match is None:
             return None
-        rows = self._database.query_once(
-            self._sql.search_entries, {**self._params(), "match": match, "limit": SEARCH_RESULT_LIMIT}
-        )
+        statement = self._sql.entry_search_statement(self._database, self.scope)
+        if statement is None:
+            return None
+        rows = self._database.query_once(statement, {**self._params(), "match": match, "limit": SEARCH_RESULT_LIMIT})
         if not rows:
             return None
         return "\n\n".join(f"[{key}]\n{content}" for key, content in rows)
@@ -71,9 +72,10 @@ class SqlSearchProvider:
                         " update an existing entry instead"
                     )
             if self._sql.unindex_entry:
-                tx.execute(self._sql.unindex_entry, params)
+                tx.execute(self._sql.entry_statement(tx, self._sql.unindex_entry, self.scope), params)
             tx.execute(self._sql.upsert_entry, {**params, "content": content, "now": utc_now()})
-            tx.execute(self._sql.index_entry, {**params, **self._sql.index_params(content)})
+            index = self._sql.entry_statement(tx, self._sql.index_entry, self.scope)
+            tx.execute(index, {**params, **self._sql.index_params(content)})
 
 
 def _describe_count(rows: Sequence[Sequence[Any]]) -> str | None:

@@ -229,7 +229,12 @@ class SqlSessionProvider:
         if match is None or limit <= 0:
             return []
         self._sql.prepare_message_search(self._database)
-        rows = self._database.query_once(self._sql.search_session, self._params(match=match, limit=int(limit)))
+        statement = self._sql.message_search_statement(
+            self._database, self._sql.search_session, session_id=self.session_id
+        )
+        if statement is None:
+            return []
+        rows = self._database.query_once(statement, self._params(match=match, limit=int(limit)))
         return [_search_result(row) for row in rows]
 
     # ----------------------------------------------------------------- writes

@@ -1,10 +1,29 @@
-"""SQLite's message search index, filled in batches instead of in every append's transaction.
+"""SQLite's message search indexes: one per namespace, filled in batches instead of in every append.
 
-An FTS5 insert writes a new index segment when its transaction commits: indexing each message
-in its own append took some 40% of the append's time. So nothing that writes a message indexes
-it: it records the row's rowid in ``threadloom_message_fts_pending`` (migration 0011; see
-``SqliteSql.pend_row``, ``index_message`` and ``index_copied_path``), and :func:`index_pending`
-indexes the rows waiting there, many per transaction (one segment for all of them):
+**One index per namespace** (migration 0024). Hits are ordered by FTS5's bm25, whose statistics
+(how many rows hold each word, the average row length) are counted over the whole FTS5 table.
+With one table for every tenant, the order of a tenant's own hits told whether another tenant
+wrote a word, and the work of its search grew with the other tenants' rows (issue 23). So every
+namespace has its own FTS5 table, made by the first batch that indexes one of its messages and
+named by a hash of the namespace (``SqliteSql.message_index_name``: no tenant text reaches SQL);
+sessions no namespace registers (the library's bare ``Session``) share one more, and move to
+their namespace's when it registers them (a trigger re-marks their rows). A search reads only the
+caller's namespace's index: its hits, their order, its errors and its cost depend on that
+namespace's rows alone (the backlog it indexes first, below, excepted). Search entries get the
+same, one index per scope (the tenant), in ``SqliteDialect.entry_statement``.
+
+Why not keep one index and give every hit a score that reads only the hit, like PostgreSQL's
+``ts_rank``: stdlib ``sqlite3`` cannot register an FTS5 ranking function, and one built from
+``highlight()`` counts took 0.98 s against bm25's 0.15 s for 20,000 matching messages; it would
+also leave the cost of a search growing with every other tenant's matches. bm25 over the
+namespace's own rows keeps the ranking users had on a database of their own, at bm25's speed.
+
+**Batches.** An FTS5 insert writes a new index segment when its transaction commits: indexing
+each message in its own append took some 40% of the append's time. So nothing that writes a
+message indexes it: it records the row's rowid in ``threadloom_message_fts_pending`` (migration
+0011; see ``SqliteSql.pend_row``, ``index_message`` and ``index_copied_path``), and
+:func:`index_pending` indexes the rows waiting there, many per transaction (one segment per
+namespace for all of them):
 
 - before every message search, all of them (:func:`catch_up`, run by
   ``SqliteSql.prepare_message_search``): a search finds exactly what it would if every message
@@ -12,10 +31,13 @@ indexes the rows waiting there, many per transaction (one segment for all of the
 - inside every :data:`INDEX_EVERY`-th append through one database, a bounded batch
   (:func:`after_appends`), so the backlog stays small when nobody searches.
 
-Unindexing is unchanged: deleting or rewriting a message deletes its FTS5 row (nothing when it
-was still waiting), and a rewrite marks it again. A waiting rowid whose message is gone is
-dropped by the next batch; a rowid reused by a new message is marked again by that message, and
-a batch indexes the current text of whatever message holds the rowid.
+Unindexing goes the same way: deleting or rewriting a message records its rowid and namespace in
+``threadloom_message_fts_stale`` (the statement cannot name a table it has to look up), and a
+batch removes those rows from their indexes before it indexes any waiting row (a rowid freed by
+a deleted message may already hold a new, waiting one); a rewrite marks the row again. A waiting
+rowid whose message is gone is dropped by the next batch; a rowid reused by a new message is
+marked again by that message, and a batch indexes the current text of whatever message holds the
+rowid.
 """
 
 from __future__ import annotations
@@ -26,7 +48,14 @@ from typing import TYPE_CHECKING, Final
 
 from threadloom.search import searchable_text
 from threadloom.storage.sqlite.database import SqliteDatabase, translate_sqlite_error
-from threadloom.storage.sqlite.sql import SqliteSql
+from threadloom.storage.sqlite.sql import (
+    ANY_INDEX,
+    CREATE_INDEX,
+    MESSAGE_INDEX,
+    SqliteSql,
+    aimed_at,
+    message_index_name,
+)
 
 if TYPE_CHECKING:
     from threadloom.storage.database import Database
@@ -49,20 +78,56 @@ SEARCH_BATCH: Final = 1_000
 
 
 def index_pending(connection: sqlite3.Connection, limit: int) -> int:
-    """Index up to ``limit`` waiting rows, lowest rowid first, inside the caller's write transaction.
+    """Remove, then index, up to ``limit`` rows, lowest rowid first, inside the caller's write transaction.
 
-    Returns how many waiting rows it took: indexed, or dropped because the message has no
-    searchable text or is gone. Fewer than ``limit`` means none is left.
+    Rows named for removal go first, all of them before any waiting row: a rowid freed by a
+    deleted message may already hold a new message waiting to be indexed. Each waiting row goes
+    to the index of its session's namespace (made on first use). Returns how many rows it took:
+    removed, indexed, or dropped because the message has no searchable text or is gone. Fewer
+    than ``limit`` means none is left.
     """
-    rows = connection.execute(SqliteSql.pending_rows, (limit,)).fetchall()
+    stale = connection.execute(SqliteSql.stale_rows, (limit,)).fetchall()
+    if stale:
+        known: set[str] = set()
+        for _, rowid, namespace in stale:
+            table = message_index_name(namespace)
+            if table in known or _exists(connection, table):
+                known.add(table)
+                connection.execute(aimed_at(SqliteSql.unindex_stale_row, MESSAGE_INDEX, table), (rowid,))
+        connection.execute(SqliteSql.drop_stale_rows, (stale[-1][0],))
+        if len(stale) == limit:
+            return limit
+    rows = connection.execute(SqliteSql.pending_rows, (limit - len(stale),)).fetchall()
     if not rows:
-        return 0
-    connection.executemany(
-        SqliteSql.index_pending_row,
-        [(rowid, text) for rowid, content in rows if content is not None and (text := _searchable(content))],
-    )
+        return len(stale)
+    by_namespace: dict[str | None, list[tuple[int, str]]] = {}
+    for rowid, content, namespace in rows:
+        if content is not None and (text := _searchable(content)):
+            by_namespace.setdefault(namespace, []).append((rowid, text))
+    for namespace, texts in by_namespace.items():
+        table = message_index_name(namespace)
+        ensure_index(connection, table, "messages", namespace)
+        connection.executemany(aimed_at(SqliteSql.index_pending_row, MESSAGE_INDEX, table), texts)
     connection.execute(SqliteSql.drop_pending_rows, (rows[-1][0],))
-    return len(rows)
+    return len(stale) + len(rows)
+
+
+def ensure_index(connection: sqlite3.Connection, table: str, kind: str, owner: str | None) -> bool:
+    """Make the index ``table`` of ``owner`` unless it exists; True when it was made now.
+
+    Inside the caller's write transaction. ``table`` is a name made by ``message_index_name`` or
+    ``entry_index_name``, never caller text.
+    """
+    if _exists(connection, table):
+        return False
+    connection.execute(aimed_at(CREATE_INDEX, ANY_INDEX, table))
+    registered = {"name": table, "kind": kind if owner is not None else f"{kind} of unregistered sessions"}
+    connection.execute(SqliteSql.register_search_index, {**registered, "owner": owner or ""})
+    return True
+
+
+def _exists(connection: sqlite3.Connection, table: str) -> bool:
+    return connection.execute(SqliteSql.search_index_exists, {"name": table}).fetchone() is not None
 
 
 def after_appends(database: SqliteDatabase, count: int) -> None:

@@ -5,10 +5,48 @@ Over 400 lines because every statement of the backend is here: SQL stays in one 
 
 from __future__ import annotations
 
-from typing import Any
+import hashlib
+from typing import Any, Final
 
 from threadloom.search import parse_query, to_fts5_match
 from threadloom.storage.dialect import JUMP_SPAN, SqlDialect
+
+MESSAGE_INDEX: Final = "<message index>"
+"""Stands for the table name of one namespace's message index in a statement (see :func:`aimed_at`)."""
+ENTRY_INDEX: Final = "<entry index>"
+"""Stands for the table name of one scope's entry index."""
+ANY_INDEX: Final = "<index>"
+"""Stands for any registered index (purge)."""
+CREATE_INDEX: Final = (
+    f"CREATE VIRTUAL TABLE IF NOT EXISTS {ANY_INDEX} USING fts5 (content, tokenize = 'porter unicode61')"
+)
+
+
+def message_index_name(namespace: str | None) -> str:
+    """The table of ``namespace``'s message index: a hash, so no tenant text ever reaches SQL.
+
+    ``None`` for sessions no namespace registers (the library's bare ``Session``): they share one
+    index of their own, and a session registered later moves to its namespace's (migration 0024).
+    """
+    if namespace is None:
+        return "threadloom_message_fts_unregistered"
+    return "threadloom_message_fts_" + _digest(namespace)
+
+
+def entry_index_name(scope: str) -> str:
+    """The table of ``scope``'s search-entry index (the scope is the tenant)."""
+    return "threadloom_entry_fts_" + _digest(scope)
+
+
+def aimed_at(statement: str, placeholder: str, table: str) -> str:
+    """``statement`` with ``placeholder`` replaced by ``table``, a name of the two functions above."""
+    assert table.replace("_", "").isalnum() and table.isascii(), table
+    return statement.replace(placeholder, table)
+
+
+def _digest(owner: str) -> str:
+    return hashlib.sha256(owner.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
 
 _NEXT_ACTIVITY = "(SELECT COALESCE(MAX(activity_seq), 0) + 1 FROM threadloom_sessions WHERE namespace = :namespace)"
 _FORK_PATH = (
@@ -141,20 +179,12 @@ class SqliteSql(SqlDialect):
         f"{_FORK_JUMP} "
         "FROM plan q CROSS JOIN threadloom_messages m ON m.session_id = :sid AND m.id = q.old_id"
     )
-    # A copy takes its source's full-text row when the source is indexed, and waits to be indexed when
-    # the source does (migration 0011): every copy is searchable once the waiting rows are indexed.
-    # CROSS JOIN fixes the join order (SQLite's rule): the first from the path, one key lookup per row;
-    # the second from the few waiting rows (none: the path is not even walked), the path looked up by id.
+    # Every copy waits to be indexed (migration 0011), in the index of its session's namespace
+    # (migration 0024): a batch reads its text like an append's. CROSS JOIN fixes the join order
+    # (SQLite's rule): the path first, one key lookup per copy.
     index_copied_path = (
-        f"{_FORK_PLAN} INSERT INTO threadloom_message_fts (rowid, content) "
-        "SELECT n.rowid, f.content FROM plan q "
-        "CROSS JOIN threadloom_messages m ON m.session_id = :sid AND m.id = q.old_id "
-        "CROSS JOIN threadloom_message_fts f ON f.rowid = m.rowid "
-        f"CROSS JOIN threadloom_messages n ON n.session_id = :target AND n.id = {_FORK_ID}",
         f"{_FORK_PLAN} INSERT OR IGNORE INTO threadloom_message_fts_pending (message_rowid) "
-        "SELECT n.rowid FROM threadloom_message_fts_pending w "
-        "CROSS JOIN threadloom_messages m ON m.rowid = w.message_rowid AND m.session_id = :sid "
-        "CROSS JOIN plan q ON q.old_id = m.id "
+        "SELECT n.rowid FROM plan q "
         f"CROSS JOIN threadloom_messages n ON n.session_id = :target AND n.id = {_FORK_ID}",
     )
     set_copied_head = (
@@ -243,34 +273,55 @@ class SqliteSql(SqlDialect):
     # freed by a deleted message that was still waiting may be waiting already.
     pend_row = "INSERT OR IGNORE INTO threadloom_message_fts_pending (message_rowid) VALUES (?)"
     # A batch (search_index.index_pending), oldest rowid first: ?1 how many. A NULL content is a
-    # message deleted while it waited.
-    any_pending = "SELECT EXISTS (SELECT 1 FROM threadloom_message_fts_pending)"
+    # message deleted while it waited; the namespace names the index the row goes to.
+    any_pending = (
+        "SELECT EXISTS (SELECT 1 FROM threadloom_message_fts_pending) "
+        "OR EXISTS (SELECT 1 FROM threadloom_message_fts_stale)"
+    )
     pending_rows = (
-        "SELECT p.message_rowid, m.content FROM threadloom_message_fts_pending p "
-        "LEFT JOIN threadloom_messages m ON m.rowid = p.message_rowid ORDER BY p.message_rowid LIMIT ?"
+        "SELECT p.message_rowid, m.content, s.namespace FROM threadloom_message_fts_pending p "
+        "LEFT JOIN threadloom_messages m ON m.rowid = p.message_rowid "
+        "LEFT JOIN threadloom_sessions s ON s.id = m.session_id ORDER BY p.message_rowid LIMIT ?"
     )
     # OR REPLACE: whatever the index holds under that rowid gives way to the message's current text.
-    index_pending_row = "INSERT OR REPLACE INTO threadloom_message_fts (rowid, content) VALUES (?, ?)"
+    index_pending_row = f"INSERT OR REPLACE INTO {MESSAGE_INDEX} (rowid, content) VALUES (?, ?)"
     # ?1 the last rowid of the batch: every waiting rowid up to it was read by the batch.
     drop_pending_rows = "DELETE FROM threadloom_message_fts_pending WHERE message_rowid <= ?"
+    # Deleting or rewriting a message names its indexed row for removal from its namespace's index
+    # (migration 0024); a batch removes them before it indexes any waiting row (a rowid may be reused).
     unindex_message = (
-        "DELETE FROM threadloom_message_fts WHERE rowid = "
-        "(SELECT rowid FROM threadloom_messages WHERE session_id = :sid AND id = :id)"
+        "INSERT INTO threadloom_message_fts_stale (message_rowid, namespace) "
+        "SELECT m.rowid, s.namespace FROM threadloom_messages m LEFT JOIN threadloom_sessions s ON s.id = m.session_id "
+        "WHERE m.session_id = :sid AND m.id = :id"
     )
     unindex_session = (
-        "DELETE FROM threadloom_message_fts WHERE rowid IN "
-        "(SELECT rowid FROM threadloom_messages WHERE session_id = :sid)"
+        "INSERT INTO threadloom_message_fts_stale (message_rowid, namespace) "
+        "SELECT m.rowid, s.namespace FROM threadloom_messages m LEFT JOIN threadloom_sessions s ON s.id = m.session_id "
+        "WHERE m.session_id = :sid"
     )
+    # ?1 how many; a NULL namespace is the index of unregistered sessions.
+    stale_rows = "SELECT rowid, message_rowid, namespace FROM threadloom_message_fts_stale ORDER BY rowid LIMIT ?"
+    unindex_stale_row = f"DELETE FROM {MESSAGE_INDEX} WHERE rowid = ?"
+    # ?1 the last row of the batch.
+    drop_stale_rows = "DELETE FROM threadloom_message_fts_stale WHERE rowid <= ?"
+    # The full-text indexes, one per namespace (messages) and per scope (entries), created on first
+    # use and named by a hash of their owner (:func:`message_index_name`, :func:`entry_index_name`).
+    search_index_exists = "SELECT 1 FROM threadloom_search_indexes WHERE name = :name"
+    register_search_index = (
+        "INSERT OR IGNORE INTO threadloom_search_indexes (name, kind, owner) VALUES (:name, :kind, :owner)"
+    )
+    search_index_names = "SELECT name FROM threadloom_search_indexes ORDER BY name"
+    session_namespace_of = "SELECT namespace FROM threadloom_sessions WHERE id = :sid"
     search_session = (
-        "SELECT m.id, m.role, f.content, m.created_at, m.session_id FROM threadloom_message_fts f "
+        f"SELECT m.id, m.role, f.content, m.created_at, m.session_id FROM {MESSAGE_INDEX} f "
         "JOIN threadloom_messages m ON m.rowid = f.rowid "
-        "WHERE threadloom_message_fts MATCH :match AND m.session_id = :sid ORDER BY f.rank, m.seq LIMIT :limit"
+        f"WHERE {MESSAGE_INDEX} MATCH :match AND m.session_id = :sid ORDER BY f.rank, m.seq LIMIT :limit"
     )
     search_namespace = (
-        "SELECT m.id, m.role, f.content, m.created_at, m.session_id FROM threadloom_message_fts f "
+        f"SELECT m.id, m.role, f.content, m.created_at, m.session_id FROM {MESSAGE_INDEX} f "
         "JOIN threadloom_messages m ON m.rowid = f.rowid "
         "JOIN threadloom_sessions s ON s.id = m.session_id "
-        "WHERE threadloom_message_fts MATCH :match AND s.namespace = :namespace "
+        f"WHERE {MESSAGE_INDEX} MATCH :match AND s.namespace = :namespace "
         "ORDER BY f.rank, s.created_at, m.session_id, m.seq LIMIT :limit"
     )
 
@@ -425,17 +476,24 @@ class SqliteSql(SqlDialect):
         "ON CONFLICT (scope, label, key) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at"
     )
     unindex_entry = (
-        "DELETE FROM threadloom_search_entries_fts WHERE rowid = (SELECT rowid FROM threadloom_search_entries "
+        f"DELETE FROM {ENTRY_INDEX} WHERE rowid = (SELECT rowid FROM threadloom_search_entries "
         "WHERE scope = :scope AND label = :label AND key = :key)"
     )
     index_entry = (
-        "INSERT INTO threadloom_search_entries_fts (rowid, content) SELECT rowid, :text "
+        f"INSERT INTO {ENTRY_INDEX} (rowid, content) SELECT rowid, :text "
         "FROM threadloom_search_entries WHERE scope = :scope AND label = :label AND key = :key"
     )
+    # A scope's index made on first use holds its entries as ``index_entry`` would have (the text
+    # indexed is the entry's content): what migration 0024 took from the shared table comes back.
+    fill_entry_index = (
+        f"INSERT INTO {ENTRY_INDEX} (rowid, content) SELECT rowid, content FROM threadloom_search_entries "
+        "WHERE scope = :scope"
+    )
+    scope_has_entries = "SELECT 1 FROM threadloom_search_entries WHERE scope = :scope LIMIT 1"
     search_entries = (
-        "SELECT e.key, e.content FROM threadloom_search_entries_fts f "
+        f"SELECT e.key, e.content FROM {ENTRY_INDEX} f "
         "JOIN threadloom_search_entries e ON e.rowid = f.rowid "
-        "WHERE threadloom_search_entries_fts MATCH :match AND e.scope = :scope AND e.label = :label "
+        f"WHERE {ENTRY_INDEX} MATCH :match AND e.scope = :scope AND e.label = :label "
         "ORDER BY f.rank, e.key LIMIT :limit"
     )
 
@@ -550,10 +608,9 @@ class SqliteSql(SqlDialect):
     # Erasure must not leave text behind: freed pages are zeroed, and merging the FTS5 segments drops
     # the deleted rows' terms, which FTS5 otherwise keeps in older segments until a later merge.
     erase_setup = "PRAGMA secure_delete = ON"
-    purge_statements = (
-        "INSERT INTO threadloom_message_fts (threadloom_message_fts) VALUES ('optimize')",
-        "INSERT INTO threadloom_search_entries_fts (threadloom_search_entries_fts) VALUES ('optimize')",
-    )
+    # Per index (SqliteDialect.purge_statements_now lists them), once deleted rows have left it.
+    purge_statements = ()
+    optimize_index = f"INSERT INTO {ANY_INDEX} ({ANY_INDEX}) VALUES ('optimize')"
 
     # Compaction requests (tracked for GET /sessions/{id}/status).
     upsert_compaction_request = (
