@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes import APIGatewayWebSocketEvent
+from threadloom.api import startup
 from threadloom.api.observability import logger, metrics, tracer
 from threadloom.live.events import encode
 from threadloom.live.subprotocol import SUBPROTOCOL_HEADER, selected_subprotocol
@@ -18,6 +19,8 @@ from threadloom.live.subprotocol import SUBPROTOCOL_HEADER, selected_subprotocol
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
     from threadloom.live.aws.routes import WebSocketRoutes
+
+startup.fail_init_on_invalid_profile()  # logged once; a connection then fails rather than every route erring
 
 _routes: WebSocketRoutes | None = None
 
