@@ -28,11 +28,11 @@ IDLE_MINUTES = "THREADLOOM_IDLE_REFLECTION_MINUTES"
 EVERY_MINUTES = "THREADLOOM_IDLE_REFLECTION_EVERY_MINUTES"
 
 
-def minutes(environ: Mapping[str, str], name: str) -> int:
-    """A positive whole number of minutes from ``name``; anything else raises ``ValidationError`` naming it."""
+def minutes(environ: Mapping[str, str], name: str, *, zero: bool = False) -> int:
+    """A whole number of minutes from ``name``, positive (or 0 when ``zero``); else ``ValidationError`` naming it."""
     text = environ.get(name, "").strip()
-    if not text.isdigit() or int(text) < 1:
-        raise ValidationError(f"{name} must be a positive whole number of minutes, not {text!r}")
+    if not text.isdigit() or int(text) < (0 if zero else 1):
+        raise ValidationError(f"{name} must be a {'' if zero else 'positive '}whole number of minutes, not {text!r}")
     return int(text)
 
 
@@ -44,7 +44,11 @@ startup.fail_init_on_invalid_profile()  # logged once; no sweep runs under a pro
 @tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """One sweep; the scheduled event carries nothing it needs."""
-    idle_minutes, every_minutes = minutes(os.environ, IDLE_MINUTES), minutes(os.environ, EVERY_MINUTES)
+    idle_minutes = minutes(os.environ, IDLE_MINUTES, zero=True)
+    every_minutes = minutes(os.environ, EVERY_MINUTES)
+    if idle_minutes == 0:
+        logger.info("IdleReflectionMinutes is 0: the idle trigger is off; no sweep")
+        return {"swept": False, "reason": f"{IDLE_MINUTES} is 0", "queued": 0}
     runtime = get_runtime()
     if not runtime.profile.reflection.enabled:
         logger.info("Reflection is off in the profile (reflection.enabled); no idle sweep")

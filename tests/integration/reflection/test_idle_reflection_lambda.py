@@ -136,3 +136,16 @@ def test_a_bad_period_is_refused_naming_the_variable(
 
     with pytest.raises(ValidationError, match="THREADLOOM_IDLE_REFLECTION_EVERY_MINUTES must be a positive"):
         invoke()
+
+
+def test_a_zero_threshold_is_the_trigger_turned_off(
+    store: Any, sqs: tuple[Any, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, url = sqs
+    runtime = runtime_over(store, client, url)
+    monkeypatch.setenv("THREADLOOM_IDLE_REFLECTION_MINUTES", "0")
+    session_id = runtime.manager(TENANT).create("Quiet").id
+    went_quiet(store, session_id, 32)
+
+    assert invoke() == {"swept": False, "reason": "THREADLOOM_IDLE_REFLECTION_MINUTES is 0", "queued": 0}
+    assert received(client, url) == []
