@@ -5,6 +5,7 @@ compaction that stored an overlay queues a reflection when the profile's ``refle
 
 A failing record fails only the rest of its own message group (its session), which SQS redelivers, and after the
 queue's maxReceiveCount moves to the dead-letter queue; the other sessions of the batch proceed.
+An invalid deployment profile is logged once at init, which then fails (``threadloom.api.startup``).
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 The sweep stops well before the function's timeout and reports ``complete: false``; the next
 scheduled run continues where it stopped. Each session goes whole, so a stop is never harmful.
+An invalid deployment profile is logged once at init, which then fails (``threadloom.api.startup``).
 """
 
 from __future__ import annotations

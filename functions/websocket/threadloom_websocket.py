@@ -2,6 +2,7 @@
 
 Each route is one call into ``threadloom.live.aws.routes``; a reply event goes back to the client as the route
 response body (``subscribed`` or ``error``).
+An invalid deployment profile is logged once at init, which then fails (``threadloom.api.startup``).
 """
 
 from __future__ import annotations
