@@ -1,6 +1,9 @@
-"""An import answer counts the subject and tenant blocks and versions it wrote (issue 26 item 6), through the real
-handler on SQLite and PostgreSQL: the export is asked for over HTTP with ``includeSharedBlocks`` and carries each
-block's history; the import into another tenant names each block and counts the versions it stored."""
+"""Shared blocks through the HTTP lifecycle (issue 26 item 6), through the real handler on SQLite and PostgreSQL.
+
+An export asked for with ``includeSharedBlocks`` carries each block's history; the import into another tenant
+names each block and counts the versions it stored. Erasing a subject removes their blocks and every version, and
+the receipt counts them.
+"""
 
 from __future__ import annotations
 
@@ -83,3 +86,20 @@ def test_the_import_answer_names_each_shared_block_and_counts_its_versions(runti
     assert status == 200, again
     assert again["sharedBlocksImported"] == [] and again["sharedBlockVersions"] == 0
     assert sorted(again["sharedBlocksUnchanged"]) == [f"subject/{SOURCE}/memory", "tenant/house"]
+
+
+def test_erasing_a_subject_over_http_removes_their_blocks_and_versions_and_counts_them(runtime: Runtime) -> None:
+    # Given the user's memory in two versions, another user's memory and the tenant's house rules
+    for content in ("Name: Ada", "Name: Ada\nLikes: tea"):
+        write(runtime.store, "memory", content, subject="ada")
+    write(runtime.store, "memory", "Name: Bo", subject="bo")
+    write(runtime.store, "house", "Answer in English")
+    # When an admin erases the subject
+    status, receipt = call("POST", "/subjects/ada/erase", tenant=SOURCE, scopes=["threadloom/admin"])
+    # Then the receipt counts the block and both versions, and only ada's are gone
+    assert status == 200, receipt
+    assert (receipt["counts"]["subject_blocks"], receipt["counts"]["block_versions"]) == (1, 2)
+    store = runtime.store
+    assert store.shared_block("memory", scope="subject", namespace=SOURCE, subject_id="ada").current() == (None, 0)
+    assert store.shared_block("memory", scope="subject", namespace=SOURCE, subject_id="bo").current() == ("Name: Bo", 1)
+    assert store.shared_block("house", scope="tenant", namespace=SOURCE, subject_id="").current()[1] == 1
