@@ -5,6 +5,7 @@ compaction that stored an overlay queues a reflection when the profile's ``refle
 
 A failing record fails only the rest of its own message group (its session), which SQS redelivers, and after the
 queue's maxReceiveCount moves to the dead-letter queue; the other sessions of the batch proceed.
+An invalid deployment profile is logged once at init, which then fails (``threadloom.api.startup``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
+from threadloom.api import startup
 from threadloom.api.observability import logger, metrics, route_library_logs, tracer
 from threadloom.compaction.queue import CompactionRequest
 from threadloom.core.compaction_worker import CompactionOutcome, CompactionWorker
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["get_worker", "lambda_handler", "record_handler", "route_library_logs", "set_worker"]
 
+startup.fail_init_on_invalid_profile()  # logged once; no record is consumed under a profile nobody meant
 processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 _worker: CompactionWorker | None = None
 

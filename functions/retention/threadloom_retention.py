@@ -2,6 +2,7 @@
 
 The sweep stops well before the function's timeout and reports ``complete: false``; the next
 scheduled run continues where it stopped. Each session goes whole, so a stop is never harmful.
+An invalid deployment profile is logged once at init, which then fails (``threadloom.api.startup``).
 """
 
 from __future__ import annotations
@@ -9,12 +10,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
+from threadloom.api import startup
 from threadloom.api.observability import logger, metrics, tracer
 from threadloom.api.runtime import get_runtime
 from threadloom.lifecycle import sweep
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
+
+startup.fail_init_on_invalid_profile()  # logged once; no sweep runs under a profile nobody meant
 
 SAFETY_MARGIN_MS = 5_000
 """Stop starting new removals this long before the timeout (one removal plus its erasers fits easily)."""

@@ -2,6 +2,7 @@
 
 Each route is one call into ``threadloom.live.aws.routes``; a reply event goes back to the client as the route
 response body (``subscribed`` or ``error``).
+An invalid deployment profile is logged once at init, which then fails (``threadloom.api.startup``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes import APIGatewayWebSocketEvent
+from threadloom.api import startup
 from threadloom.api.observability import logger, metrics, tracer
 from threadloom.live.events import encode
 from threadloom.live.subprotocol import SUBPROTOCOL_HEADER, selected_subprotocol
@@ -18,6 +20,8 @@ from threadloom.live.subprotocol import SUBPROTOCOL_HEADER, selected_subprotocol
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
     from threadloom.live.aws.routes import WebSocketRoutes
+
+startup.fail_init_on_invalid_profile()  # logged once; a connection then fails rather than every route erring
 
 _routes: WebSocketRoutes | None = None
 

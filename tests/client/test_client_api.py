@@ -25,6 +25,7 @@ from threadloom.client import ThreadloomClient
 from threadloom.core.manager import SessionManager
 
 from tests.client.servers import PROFILE, msg
+from tests.support.lifecycle import NO_SHARED_BLOCKS
 from tests.support.local_server import local_server
 
 pytestmark = pytest.mark.e2e
@@ -230,7 +231,13 @@ def test_status_legal_hold_export_and_import_round_trip(client: ThreadloomClient
     # When it is exported, importing the file again changes nothing
     exported = client.export_session(info.id)
     assert exported.startswith(b"{") and b'"u1"' in exported
-    assert client.import_sessions(exported) == {"imported": [], "unchanged": [info.id], "messages": 0, "renamed": {}}
+    assert client.import_sessions(exported) == {
+        "imported": [],
+        "unchanged": [info.id],
+        "messages": 0,
+        "renamed": {},
+        **NO_SHARED_BLOCKS,
+    }
 
     # And after the session is deleted, the file brings it back whole, with its ids (minted for its namespace)
     assert client.delete(info.id)

@@ -9,6 +9,7 @@ library's records.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -80,3 +81,20 @@ def test_a_session_is_created_for_a_subject_only_with_the_right_to_act_for_users
         with pytest.raises(ForbiddenError, match="act-for-users"):
             client.create("theirs", subject_id="ada")
         assert len(client.list()) == before
+
+
+def test_an_export_with_shared_blocks_carries_their_history_and_the_import_counts_them(url: str) -> None:
+    with ThreadloomClient(url, token="not-checked-locally") as client:
+        session_id = client.create("export me").id
+        client.get_session(session_id).append_context_block("memory", "Plays the cello")
+        plain = client.export_session(session_id)
+        with_blocks = client.export_session(session_id, include_shared_blocks=True)
+        kinds = [json.loads(line)["type"] for line in with_blocks.splitlines()]
+        assert "shared_block" not in plain.decode() and kinds.count("shared_block") == 1
+        versions = kinds.count("block_version")
+        assert versions >= 1  # every version the user's memory has so far, this test's append included
+        # Importing the file where it came from changes nothing, and says so per block
+        answer = client.import_sessions(with_blocks)
+        assert answer["unchanged"] == [session_id] and answer["imported"] == []
+        assert answer["sharedBlocksImported"] == [] and answer["sharedBlockVersions"] == 0
+        assert answer["sharedBlocksUnchanged"] == ["subject/local/memory"]

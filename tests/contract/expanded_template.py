@@ -53,6 +53,7 @@ PARAMETER_SETS: dict[str, dict[str, str]] = {
     "no-websocket-access-logs": {"ApiGatewayLoggingRole": "none"},
     "low-cost-development": {"InterfaceEndpointZones": "1", "LogRetentionDays": "7"},
     "narrow-https-egress": {"S3PrefixListId": "pl-6da54004", "DynamoDbPrefixListId": "pl-6fa54006"},
+    "idle-reflection": {"IdleReflectionMinutes": "30", "IdleReflectionEveryMinutes": "10"},
 }
 
 

@@ -77,3 +77,37 @@ def test_a_deleted_or_swept_session_never_takes_a_shared_block_with_it(make_stor
     assert _count(store, "threadloom_shared_blocks") == 1
     newcomer = manager.get_session(manager.create_session("three", subject_id="alice").id)
     assert newcomer.get_context_block("memory").content == "Name: Alice"  # type: ignore[union-attr]
+
+
+def test_retention_sweeps_an_inactive_session_and_leaves_the_live_ones_shared_blocks_whole(
+    make_store: Callable[[], Any],
+) -> None:
+    store = make_store()
+    manager = _manager(store)
+    old = manager.create_session("old", subject_id="alice")
+    live = manager.create_session("live", subject_id="alice")
+    # Given the old conversation taught the user's memory and the house rules, and the live one added to them
+    manager.get_session(old.id).replace_context_block("memory", "Name: Alice")
+    manager.get_session(old.id).replace_context_block("house", "Answer in English")
+    manager.get_session(live.id).append_context_block("memory", "Likes: lemons")
+    before = [(row[0], row[1]) for row in store.database.query_once(_VERSIONS, {})]
+    long_ago = (datetime.now(UTC) - timedelta(days=90)).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    with store.database.write() as tx:
+        tx.execute("UPDATE threadloom_sessions SET updated_at = :at WHERE id = :sid", {"at": long_ago, "sid": old.id})
+    # When retention sweeps sessions inactive for 30 days
+    report = sweep(store.lifecycle(), inactive_days=30)
+    # Then only the old session goes; the live session still reads both shared blocks, with every version
+    assert [expired.id for expired in report.expired] == [old.id] and report.counts["sessions"] == 1
+    session = manager.get_session(live.id)
+    assert session.read_context_block("memory").content == "Name: Alice\nLikes: lemons"  # type: ignore[union-attr]
+    assert session.read_context_block("house").content == "Answer in English"  # type: ignore[union-attr]
+    assert _count(store, "threadloom_shared_blocks") == 2
+    assert [(row[0], row[1]) for row in store.database.query_once(_VERSIONS, {})] == before
+    # and the versions the old session made no longer name it
+    linked = store.database.query_once(
+        "SELECT COUNT(*) FROM threadloom_block_versions WHERE session_id = :sid", {"sid": old.id}
+    )
+    assert int(linked[0][0]) == 0
+
+
+_VERSIONS = "SELECT scope, version FROM threadloom_block_versions ORDER BY scope, version"

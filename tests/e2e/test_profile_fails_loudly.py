@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -147,3 +148,59 @@ def test_the_same_lambda_with_a_sound_profile_answers(tmp_path: Path) -> None:
     logs, answers = run_lambda(tmp_path, "name: fine\n")
     assert not [line for line in logs if "problem" in line]
     assert [answer["status"] for answer in answers] == [200, 200]
+
+
+# The functions that answer no request: each fails its init after one log line, so nothing is consumed or swept.
+WORKERS = {
+    "threadloom-compaction": ("functions/compaction", "threadloom_compaction"),
+    "threadloom-retention": ("functions/retention", "threadloom_retention"),
+    "threadloom-idle-reflection": ("functions/idle_reflection", "threadloom_idle_reflection"),
+    "threadloom-websocket": ("functions/websocket", "threadloom_websocket"),
+}
+
+
+def init_function(tmp_path: Path, service: str, profile: str) -> tuple[subprocess.CompletedProcess[str], list[Any]]:
+    """Import one function's module in a fresh process, as Lambda's init does; (the process, its JSON log lines)."""
+    folder, module = WORKERS[service]
+    path = tmp_path / "profile.yaml"
+    path.write_text(profile, encoding="utf-8")
+    environment = {
+        **os.environ,
+        "THREADLOOM_PROFILE": str(path),
+        "THREADLOOM_SQLITE_PATH": str(tmp_path / "lambda.db"),
+        "POWERTOOLS_SERVICE_NAME": service,
+        "POWERTOOLS_METRICS_DISABLED": "1",
+        "POWERTOOLS_TRACE_DISABLED": "1",
+    }
+    script = f"import sys; sys.path[:0] = [{folder!r}, '.']; import {module}"
+    finished = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    logs = [json.loads(line) for line in finished.stdout.splitlines() if line.startswith("{")]
+    return finished, logs
+
+
+@pytest.mark.parametrize("service", list(WORKERS))
+def test_a_worker_function_logs_the_problem_once_and_fails_its_init(tmp_path: Path, service: str) -> None:
+    finished, logs = init_function(tmp_path, service, BAD_KEY)
+    assert finished.returncode != 0  # Lambda reports an init error and runs no invocation
+    (problem,) = [line for line in logs if "problem" in line]
+    assert problem["level"] == "ERROR" and problem["service"] == service
+    assert problem["message"] == "Invalid deployment profile; the function fails its init until it is fixed"
+    assert problem["problem"] == (
+        f"Invalid deployment profile {tmp_path / 'profile.yaml'}: compaction.treshold: unknown key"
+    )
+    assert "compaction.treshold: unknown key" in finished.stderr.splitlines()[-1]  # the init error Lambda records
+
+
+@pytest.mark.parametrize("service", list(WORKERS))
+def test_the_same_worker_with_a_sound_profile_starts(tmp_path: Path, service: str) -> None:
+    finished, logs = init_function(tmp_path, service, "name: fine\n")
+    assert finished.returncode == 0, finished.stderr
+    assert not [line for line in logs if "problem" in line]

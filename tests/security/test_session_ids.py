@@ -33,6 +33,7 @@ from threadloom.storage.snapshot import SessionSnapshot
 
 from tests.support.api import SESSION, TENANT, backend_store, call, seeded_runtime, text
 from tests.support.crafted_exports import AT, crafted_export, imported_id
+from tests.support.lifecycle import NO_SHARED_BLOCKS
 
 A = TENANT
 B = "tenant-b"
@@ -158,7 +159,10 @@ def test_importing_ids_held_by_another_tenant_or_by_nobody_gives_answers_of_one_
         free_minted: import_as(B, crafted_export(free_minted)),
     }
     shapes = {shape(answer, old) for old, answer in answers.items()}
-    assert shapes == {'200 {"imported": ["<new>"], "messages": 0, "renamed": {"<id>": "<new>"}, "unchanged": []}'}
+    assert shapes == {
+        '200 {"imported": ["<new>"], "messages": 0, "renamed": {"<id>": "<new>"}, "sharedBlockVersions": 0, '
+        '"sharedBlocksImported": [], "sharedBlocksUnchanged": [], "unchanged": []}'
+    }
     for old, answer in answers.items():
         assert answer[1]["renamed"] == {old: imported_id(runtime.store, B, old)}
     # and A's sessions are A's, untouched
@@ -218,7 +222,13 @@ def test_a_renamed_session_brings_its_blocks_prompt_and_fork_along(runtime: Runt
     again = import_as(B, data)
     assert again == (
         200,
-        {"imported": [], "unchanged": [new_parent, new_fork], "messages": 0, "renamed": answer["renamed"]},
+        {
+            "imported": [],
+            "unchanged": [new_parent, new_fork],
+            "messages": 0,
+            "renamed": answer["renamed"],
+            **NO_SHARED_BLOCKS,
+        },
     )
     assert import_as("tenant-c", data)[1]["renamed"][parent.id] == imported_id(runtime.store, "tenant-c", parent.id)
     # Control: the file's own keys name the old ids, so the check above is not passing on unchanged keys
@@ -241,7 +251,10 @@ def test_an_export_re_imported_by_its_own_tenant_is_unchanged_and_keeps_its_ids(
     stream = io.BytesIO()
     export_sessions(runtime.store.lifecycle(), A, [SESSION, minted], stream)
     answer = import_as(A, stream.getvalue())
-    assert answer == (200, {"imported": [], "unchanged": [SESSION, minted], "messages": 0, "renamed": {}})
+    assert answer == (
+        200,
+        {"imported": [], "unchanged": [SESSION, minted], "messages": 0, "renamed": {}, **NO_SHARED_BLOCKS},
+    )
     # Control: the same file into B is B's copy under B's ids
     theirs = import_as(B, stream.getvalue())[1]
     assert theirs["renamed"] == {old: imported_session_id(secret(runtime), B, old) for old in (SESSION, minted)}

@@ -111,3 +111,7 @@ def scan_database(store: Any) -> str:
                     elif value is not None:
                         values.append(str(value))
     return "\n".join(values)
+
+
+NO_SHARED_BLOCKS = {"sharedBlocksImported": [], "sharedBlocksUnchanged": [], "sharedBlockVersions": 0}
+"""What an import answer says of shared blocks when the file has none."""

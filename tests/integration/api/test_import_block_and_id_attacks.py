@@ -18,6 +18,7 @@ from threadloom.api.runtime import Runtime, set_runtime
 
 from tests.support.api import SESSION, TENANT, backend_store, call, seeded_runtime
 from tests.support.crafted_exports import crafted_export, imported_id
+from tests.support.lifecycle import NO_SHARED_BLOCKS
 
 A = TENANT
 B = "tenant-b"
@@ -118,12 +119,15 @@ def test_importing_an_id_another_tenant_holds_renames_it_as_any_foreign_id(runti
     # B's file names A's session: B gets it under an id minted for B, told as for any id not minted for B
     answer = import_as(B, crafted_export(SESSION))
     given = imported_id(runtime.store, B, SESSION)
-    assert answer == (200, {"imported": [given], "unchanged": [], "messages": 0, "renamed": {SESSION: given}})
+    assert answer == (
+        200,
+        {"imported": [given], "unchanged": [], "messages": 0, "renamed": {SESSION: given}, **NO_SHARED_BLOCKS},
+    )
     assert call("GET", f"/sessions/{SESSION}")[1]["name"] == "Pirate taxes"
     assert call("GET", f"/sessions/{given}", tenant=B)[1]["name"] == "crafted"
     assert call("GET", f"/sessions/{SESSION}", tenant=B)[0] == 404
     # and importing it again changes nothing
     assert import_as(B, crafted_export(SESSION)) == (
         200,
-        {"imported": [], "unchanged": [given], "messages": 0, "renamed": {SESSION: given}},
+        {"imported": [], "unchanged": [given], "messages": 0, "renamed": {SESSION: given}, **NO_SHARED_BLOCKS},
     )

@@ -181,3 +181,46 @@ def test_move_a_laptop_database_to_postgresql(
     assert shown["tree"]["messages"] == 6 and shown["loaded_skills"] == ["skills:pirate"]
     receipt = as_json(run("--json", "erase-subject", "bob", database=cloud))
     assert receipt["counts"]["sessions"] == 1
+
+
+SHARED_PROFILE = """
+blocks:
+  - {label: memory, kind: writable, scope: subject}
+  - {label: house, kind: writable, scope: tenant}
+"""
+
+
+@pytest.mark.parametrize("target_backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_import_counts_the_shared_blocks_and_versions_it_wrote(
+    seeded: tuple[str, list[str]], tmp_path: Path, target_backend: str, request: pytest.FixtureRequest
+) -> None:
+    database, ids = seeded
+    store = SqliteStore(database.removeprefix("sqlite:///"))
+    from threadloom.records import BlockChange
+
+    for scope, subject, key, contents in (
+        ("subject", "alice", "memory", ["Name: Alice", "Name: Alice\nLikes: lemons"]),
+        ("tenant", "", "house", ["Answer in English"]),
+    ):
+        block = store.shared_block(key, scope=scope, namespace=NS, subject_id=subject)
+        for content in contents:
+            block.write(content, based_on_version=None, change=BlockChange(source="http"))
+    store.close()
+    profile = tmp_path / "shared.yaml"
+    profile.write_text(SHARED_PROFILE, encoding="utf-8")
+    export_file = tmp_path / "with-blocks.jsonl"
+    exported = as_json(
+        run("--json", "export", "--include-shared-blocks", "-o", str(export_file), ids[0], database=database)
+    )
+    assert exported["shared_blocks"] == 2
+    if target_backend == "postgres":
+        request.getfixturevalue("postgres_store_factory")()  # an emptied, migrated per-worker database
+        target = url_for(worker_database(request))
+    else:
+        target = f"sqlite:///{tmp_path / 'target.db'}"
+    # The file's three versions and one per block recording the import
+    first = as_json(run("--create", "--json", "import", "--profile", str(profile), str(export_file), database=target))
+    assert sorted(first["shared_blocks_imported"]) == ["subject/alice/memory", "tenant/house"]
+    assert first["shared_block_versions"] == 3 + 2 and first["shared_blocks_unchanged"] == []
+    text = run("import", "--profile", str(profile), str(export_file), database=target).stdout
+    assert "Shared blocks: 0 subject and 0 tenant imported (0 versions), 2 unchanged." in text

@@ -217,3 +217,33 @@ def test_the_loaded_skills_are_read_once_when_first_needed(runtime: Runtime) -> 
         assert session.get_loaded_skill_keys() == {"skills:pirate"}
     # Then they were read once, on first use
     assert len([statement for statement in sent if "loaded_skills" in statement]) == 1, sent
+
+
+@pytest.mark.parametrize("stored_prompt", [False, True], ids=["first-open", "reopen"])
+def test_opening_a_session_with_a_subject_block_costs_at_most_one_more_round_trip(
+    make_store: Callable[[], Any], stored_prompt: bool
+) -> None:
+    """Issue 26: the same open as a request makes it (a fresh manager, the session's existence checked, the frozen
+    prompt) with ``memory`` shared by the user's sessions instead of per session: one statement more, at most."""
+    from threadloom.api.use_cases.common import require_session
+    from threadloom.core.manager import SessionManager
+
+    store = make_store()
+
+    def manager(scope: str) -> SessionManager:
+        return SessionManager(store, namespace="tenant").with_context("memory", scope=scope).with_cached_prompt()
+
+    sent_by_scope: dict[str, list[str]] = {}
+    for scope in ("session", "subject"):
+        session_id = manager(scope).create_session(f"{scope} open", subject_id="alice").id
+        manager(scope).get_session(session_id).append_context_block("memory", "Name: Alice")
+        if stored_prompt:
+            manager(scope).get_session(session_id).freeze_system_prompt()
+        trips = RoundTrips()
+        with trips.counting() as sent:
+            opened = manager(scope)
+            session = require_session(opened, session_id)  # as every request does: the session must exist
+            prompt = session.freeze_system_prompt()
+        assert "Name: Alice" in prompt
+        sent_by_scope[scope] = list(sent)
+    assert 0 <= len(sent_by_scope["subject"]) - len(sent_by_scope["session"]) <= 1, sent_by_scope

@@ -97,3 +97,48 @@ def test_without_retention_configured_the_function_does_nothing(tmp_path: Path) 
     result = lambda_handler(json.loads(EVENT.read_text(encoding="utf-8")), FakeLambdaContext())  # type: ignore[arg-type]
     assert result == {"swept": False, "reason": "retention.inactive_days is not set"}
     assert runtime.manager("tenant-a").get(sid) is not None
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_the_sweep_never_takes_a_shared_block_a_live_session_reads(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    """Issue 26 item 6 through the scheduled function, on both backends: the old session of a user goes, the
+    memory it taught (a subject block) and the tenant's rules stay for the user's live session, every version kept."""
+    from threadloom_retention import lambda_handler
+
+    store = request.getfixturevalue("postgres_store_factory")() if backend == "postgres" else None
+    profile = {
+        "blocks": [
+            {"label": "memory", "kind": "writable", "scope": "subject"},
+            {"label": "house", "kind": "writable", "scope": "tenant"},
+        ],
+        "retention": {"inactive_days": 30},
+    }
+    with mock_aws():
+        _resources()
+        runtime = Runtime(
+            Settings(prompt_table=PROMPTS, export_bucket=BUCKET, compaction_mode="inline"),
+            profile=parse_profile(profile),
+            store=store if store is not None else SqliteStore(str(tmp_path / "retention.db")),
+        )
+        set_runtime(runtime)
+        manager = runtime.manager("tenant-a")
+        old = manager.create("Old", subject_id="ann").id
+        live = manager.create("Live", subject_id="ann").id
+        manager.get_session(old).replace_context_block("memory", "Name: Ann")
+        manager.get_session(old).replace_context_block("house", "Answer in English")
+        manager.get_session(live).append_context_block("memory", "Likes: figs")
+        with runtime.store.database.write() as tx:
+            tx.execute(
+                "UPDATE threadloom_sessions SET updated_at = '2020-01-01T00:00:00.000Z' WHERE id = :a", {"a": old}
+            )
+        result = lambda_handler(json.loads(EVENT.read_text(encoding="utf-8")), FakeLambdaContext())  # type: ignore[arg-type]
+        assert result["removed"] == 1 and result["counts"]["sessions"] == 1
+        assert {info.id for info in manager.list()} == {live}
+        session = runtime.manager("tenant-a").get_session(live)
+        assert session.read_context_block("memory").content == "Name: Ann\nLikes: figs"  # type: ignore[union-attr]
+        assert session.read_context_block("house").content == "Answer in English"  # type: ignore[union-attr]
+        memory = runtime.store.shared_block("memory", scope="subject", namespace="tenant-a", subject_id="ann")
+        versions, _ = memory.versions(before=None, limit=10, max_bytes=10**6)
+        assert [version.version for version in versions] == [2, 1]

@@ -47,9 +47,13 @@ NEVER_AT_IMPORT = (
     "threadloom.mcp",
     "starlette",
 )
-PROFILE_AT_INIT = {"threadloom_api": ("threadloom.api.profile", "yaml")}
-"""The API function validates its profile at init (issue 26 item 7: an invalid one is logged once, at start):
-every request reads it anyway, so the first invocation pays no more, and SnapStart snapshots it loaded."""
+PROFILE_AT_INIT = {
+    "threadloom_api": ("threadloom.api.profile", "yaml"),
+    "threadloom_compaction": ("threadloom.api.profile", "yaml"),
+}
+"""The API and compaction functions validate their profile at init (issue 26 item 7: an invalid one is logged once,
+at start): every request or queued record reads it anyway, so the first invocation pays no more, and SnapStart
+snapshots it loaded."""
 HANDLERS = [
     ("api", "threadloom_api"),
     ("compaction", "threadloom_compaction"),

@@ -79,11 +79,13 @@ class BackgroundJobs:
         if queue is not None:
             queue.enqueue(CompactionRequest.create(request.namespace, request.session_id, None, kind="reflection"))
 
-    def sweep_idle(self, every_minutes: int, now: datetime | None = None) -> int:
-        """Queue reflections of the sessions that went idle in the last ``every_minutes`` (``reflection.idle_minutes``
-        of quiet); how many. Nothing when reflection, its idle trigger or the queue is off."""
+    def sweep_idle(self, every_minutes: int, now: datetime | None = None, *, idle_minutes: int | None = None) -> int:
+        """Queue reflections of the sessions that went idle in the last ``every_minutes`` (``idle_minutes`` of quiet,
+        else the profile's ``reflection.idle_minutes``); how many. Nothing when reflection, its idle threshold or the
+        queue is off. The deployed schedule passes its stack parameter as ``idle_minutes``."""
         spec = self._runtime.profile.reflection
-        if not spec.enabled or spec.idle_minutes is None:
+        idle_minutes = idle_minutes if idle_minutes is not None else spec.idle_minutes
+        if not spec.enabled or idle_minutes is None:
             return 0
         queue = self._runtime.queue
         sweep = getattr(self._runtime.store, "reflection_sweep", None)
@@ -91,9 +93,7 @@ class BackgroundJobs:
             return 0
         from threadloom.reflection.idle import queue_idle_reflections
 
-        queued = queue_idle_reflections(
-            sweep(), queue, idle_minutes=spec.idle_minutes, every_minutes=every_minutes, now=now
-        )
+        queued = queue_idle_reflections(sweep(), queue, idle_minutes=idle_minutes, every_minutes=every_minutes, now=now)
         if queued:
             logger.info("Queued reflections of %d idle sessions", len(queued))
         return len(queued)

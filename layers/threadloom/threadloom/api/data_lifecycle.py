@@ -108,9 +108,17 @@ def import_file(runtime: Runtime, tenant: str, stream: IO[bytes], *, admin: bool
         imported=len(report.imported),
         unchanged=len(report.unchanged),
         renamed=len(report.renamed),
+        shared_blocks=len(report.shared_blocks_imported),
+        shared_block_versions=report.shared_block_versions,
     )
     return ImportOut(
-        imported=report.imported, unchanged=report.unchanged, messages=report.messages, renamed=report.renamed
+        imported=report.imported,
+        unchanged=report.unchanged,
+        messages=report.messages,
+        renamed=report.renamed,
+        shared_blocks_imported=report.shared_blocks_imported,
+        shared_blocks_unchanged=report.shared_blocks_unchanged,
+        shared_block_versions=report.shared_block_versions,
     )
 
 

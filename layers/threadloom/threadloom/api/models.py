@@ -177,6 +177,18 @@ class ImportOut(ApiModel):
     unchanged: list[str]
     messages: int
     renamed: dict[str, str]
+    shared_blocks_imported: list[str] = Field(
+        default_factory=list,
+        description="Subject and tenant blocks written now: 'subject/<subject id>/<label>' or 'tenant/<label>'",
+    )
+    shared_blocks_unchanged: list[str] = Field(
+        default_factory=list, description="Subject and tenant blocks already present with the same content"
+    )
+    shared_block_versions: int = Field(
+        default=0,
+        description="Versions stored for the imported shared blocks: the file's history plus one version per block "
+        "that records the import",
+    )
 
 
 class ErasureReceiptOut(ApiModel):

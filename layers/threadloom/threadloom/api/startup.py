@@ -4,7 +4,9 @@ Before this, an invalid deployment profile (an unknown key, say) let the functio
 invocation with ``internal_error``. Now the Lambda entry points ask :func:`profile_problem` while they are being
 imported: it logs the problem once (Powertools Logger) and the API answers every request with
 :func:`refusal` until the profile is fixed and the function redeployed. ``threadloom serve`` prints the same line
-and exits instead (``threadloom.local_server``).
+and exits instead (``threadloom.local_server``). A function with no request to refuse (the queue worker, the
+scheduled sweeps, the WebSocket routes) calls :func:`fail_init_on_invalid_profile` instead: the same log line,
+then its init fails, so no record is consumed and no sweep runs with a profile nobody meant.
 """
 
 from __future__ import annotations
@@ -23,16 +25,27 @@ REFUSAL_MESSAGE = (
 )
 
 
-def profile_problem() -> ValidationError | None:
+REFUSING = "Invalid deployment profile; every request is refused until it is fixed"
+FAILING_INIT = "Invalid deployment profile; the function fails its init until it is fixed"
+
+
+def profile_problem(message: str = REFUSING) -> ValidationError | None:
     """Load the settings and the profile now; the problem (logged once, as an error) or None when both are sound."""
     try:
         runtime = get_runtime()
         _ = runtime.profile
         _ = runtime.limits
     except ValidationError as problem:
-        logger.error("Invalid deployment profile; every request is refused until it is fixed", problem=str(problem))
+        logger.error(message, problem=str(problem))
         return problem
     return None
+
+
+def fail_init_on_invalid_profile() -> None:
+    """Log the profile's problem once and raise it, failing the function's init (Lambda then runs no invocation)."""
+    problem = profile_problem(FAILING_INIT)
+    if problem is not None:
+        raise problem
 
 
 def refusal() -> dict[str, Any]:
@@ -46,4 +59,12 @@ def refusal() -> dict[str, Any]:
     }
 
 
-__all__ = ["REFUSAL_CODE", "REFUSAL_MESSAGE", "profile_problem", "refusal"]
+__all__ = [
+    "FAILING_INIT",
+    "REFUSAL_CODE",
+    "REFUSAL_MESSAGE",
+    "REFUSING",
+    "fail_init_on_invalid_profile",
+    "profile_problem",
+    "refusal",
+]

@@ -292,9 +292,12 @@ def import_(
     if report.shared_blocks_imported or report.shared_blocks_unchanged:
         imported["shared_blocks_imported"] = report.shared_blocks_imported
         imported["shared_blocks_unchanged"] = report.shared_blocks_unchanged
+        imported["shared_block_versions"] = report.shared_block_versions
+        subject = sum(name.startswith("subject/") for name in report.shared_blocks_imported)
+        tenant = len(report.shared_blocks_imported) - subject
         blocks = (
-            f" Shared blocks: {len(report.shared_blocks_imported)} imported, "
-            f"{len(report.shared_blocks_unchanged)} unchanged."
+            f" Shared blocks: {subject} subject and {tenant} tenant imported "
+            f"({plural(report.shared_block_versions, 'version')}), {len(report.shared_blocks_unchanged)} unchanged."
         )
     state.out.result(
         imported,

@@ -124,8 +124,8 @@ class AsyncThreadloomClient:
 
     # -------------------------------------------------------------- lifecycle
 
-    async def export_session(self, session_id: str) -> bytes:
-        return await self._http.run(ops.export_session(session_id))
+    async def export_session(self, session_id: str, *, include_shared_blocks: bool = False) -> bytes:
+        return await self._http.run(ops.export_session(session_id, include_shared_blocks=include_shared_blocks))
 
     async def import_sessions(self, data: bytes | str) -> dict[str, Any]:
         return await self._http.run(ops.import_sessions(data))

@@ -138,9 +138,10 @@ class ThreadloomClient:
 
     # -------------------------------------------------------------- lifecycle
 
-    def export_session(self, session_id: str) -> bytes:
-        """The session's export file (JSON Lines, docs/export-format.md), following the API to S3 when it is large."""
-        return self._http.run(ops.export_session(session_id))
+    def export_session(self, session_id: str, *, include_shared_blocks: bool = False) -> bytes:
+        """The session's export file (JSON Lines, docs/export-format.md), following the API to S3 when it is large;
+        ``include_shared_blocks`` adds the subject and tenant blocks with their history."""
+        return self._http.run(ops.export_session(session_id, include_shared_blocks=include_shared_blocks))
 
     def import_sessions(self, data: bytes | str) -> dict[str, Any]:
         """Import an export file (all or nothing; ids not the tenant's own are renamed, see ``renamed``)."""

@@ -72,6 +72,8 @@ class ImportReport:
     """Subject and tenant blocks written now, named ``subject/<subject id>/<label>`` or ``tenant/<label>``."""
     shared_blocks_unchanged: list[str] = field(default_factory=list)
     """Shared blocks already present with the same content."""
+    shared_block_versions: int = 0
+    """Versions stored for ``shared_blocks_imported``: the file's history, plus one per block recording the import."""
 
 
 def export_sessions(
@@ -170,6 +172,7 @@ def import_sessions(
             for snapshot in again():
                 if snapshot.id in plan.present:
                     _check_unchanged(storage, namespace, snapshot, plan.renames)
+        blocks: list[SharedBlockSnapshot] = []
         if plan.fresh or shared.fresh:
             source_name = header.namespace if header is not None else None
             blocks = [_as_imported(block, plan, source_name) for block in shared.fresh]
@@ -183,6 +186,7 @@ def import_sessions(
         renamed=plan.renames,
         shared_blocks_imported=[shared_block_name(block) for block in shared.fresh],
         shared_blocks_unchanged=[shared_block_name(block) for block in shared.present],
+        shared_block_versions=sum(len(block.versions) for block in blocks),
     )
 
 
