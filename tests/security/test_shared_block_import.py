@@ -14,13 +14,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from threadloom import SqliteStore
-from threadloom.api.profile import parse_profile
-from threadloom.api.runtime import Runtime, Settings, set_runtime
+from threadloom.api.runtime import Runtime
 from threadloom.records import BlockChange
 
 from tests.security.test_import_attacks import records, sealed
-from tests.support.api import backend_store, call
+from tests.support.api import call, profile_runtime
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -39,15 +37,7 @@ AT = "2026-01-01T11:00:00.000Z"
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def runtime(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Runtime]:
-    store = backend_store(request)
-    runtime = Runtime(
-        Settings(sqlite_path=str(tmp_path / "api.db")),
-        store=store if store is not None else SqliteStore(str(tmp_path / "api.db")),
-        profile=parse_profile(PROFILE),
-    )
-    set_runtime(runtime)
-    yield runtime
-    set_runtime(None)
+    yield from profile_runtime(request, tmp_path, PROFILE)
 
 
 def block(store: Any, namespace: str, key: str, subject: str = "") -> Any:

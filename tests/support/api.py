@@ -12,6 +12,8 @@ from threadloom import SqliteStore
 from threadloom.api.runtime import Runtime, Settings, set_runtime
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from threadloom.compaction.queue import CompactionRequest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,6 +81,21 @@ def seeded_runtime(tmp_path: Path, store: Any = None, **settings: Any) -> tuple[
     manager.append("s-other", text("p1", "user", "What do parrots eat?"))
     set_runtime(runtime)
     return runtime, queue
+
+
+def profile_runtime(request: Any, tmp_path: Path, profile: dict[str, Any]) -> Iterator[Runtime]:
+    """An installed runtime with ``profile`` on the backend a ``params=["sqlite", "postgres"]`` fixture asks for."""
+    from threadloom.api.profile import parse_profile
+
+    store = backend_store(request)
+    runtime = Runtime(
+        Settings(sqlite_path=str(tmp_path / "api.db")),
+        store=store if store is not None else SqliteStore(str(tmp_path / "api.db")),
+        profile=parse_profile(profile),
+    )
+    set_runtime(runtime)
+    yield runtime
+    set_runtime(None)
 
 
 def load_event(name: str) -> dict[str, Any]:

@@ -11,11 +11,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from threadloom import SqliteStore
-from threadloom.api.profile import parse_profile
-from threadloom.api.runtime import Runtime, Settings, set_runtime
+from threadloom.api.runtime import Runtime
 
-from tests.support.api import backend_store, call
+from tests.support.api import call, profile_runtime
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -35,15 +33,7 @@ PROFILE = {
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def runtime(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Runtime]:
-    store = backend_store(request)
-    runtime = Runtime(
-        Settings(sqlite_path=str(tmp_path / "api.db")),
-        store=store if store is not None else SqliteStore(str(tmp_path / "api.db")),
-        profile=parse_profile(PROFILE),
-    )
-    set_runtime(runtime)
-    yield runtime
-    set_runtime(None)
+    yield from profile_runtime(request, tmp_path, PROFILE)
 
 
 def _session(tenant: str, name: str, **body: Any) -> str:

@@ -11,12 +11,10 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import pytest
-from threadloom import SqliteStore
-from threadloom.api.profile import parse_profile
-from threadloom.api.runtime import Runtime, Settings, set_runtime
+from threadloom.api.runtime import Runtime
 from threadloom.records import BlockChange
 
-from tests.support.api import backend_store, call
+from tests.support.api import call, profile_runtime
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -34,15 +32,7 @@ SOURCE, TARGET = "source-tenant", "target-tenant"
 
 @pytest.fixture(params=["sqlite", "postgres"])
 def runtime(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Runtime]:
-    store = backend_store(request)
-    runtime = Runtime(
-        Settings(sqlite_path=str(tmp_path / "api.db")),
-        store=store if store is not None else SqliteStore(str(tmp_path / "api.db")),
-        profile=parse_profile(PROFILE),
-    )
-    set_runtime(runtime)
-    yield runtime
-    set_runtime(None)
+    yield from profile_runtime(request, tmp_path, PROFILE)
 
 
 def write(store: Any, key: str, content: str, subject: str = "") -> None:
