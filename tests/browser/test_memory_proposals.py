@@ -291,3 +291,31 @@ def test_with_approval_off_reflect_now_applies_at_once_to_a_subject_block(
     # And the Context panel shows the content
     read(page, lambda: page.css("#tab-context").click())
     page.text_appears('section.block[data-label="memory"] pre.block-content', "Name: Cy")
+
+
+def test_a_shared_block_changed_elsewhere_marks_the_frozen_prompt_stale_until_refreshed(
+    at_once_page: Page, at_once_server: Server
+) -> None:
+    # Two conversations of one user share the subject-scoped memory; this one's prompt is frozen first
+    here, elsewhere = at_once_server.create_session("Here"), at_once_server.create_session("Elsewhere")
+    status, frozen = at_once_server.call("GET", f"/sessions/{here}/system-prompt")
+    assert status == 200 and "Name: Ada" not in frozen["systemPrompt"], frozen
+    at_once_page.open(f"/sessions/{here}")
+    at_once_page.css("#token-meter")
+    assert at_once_page.all("#prompt-stale:not([hidden])") == []  # nothing changed yet
+    # The other conversation learns the user's name: this page says its frozen prompt is out of date
+    status, body = at_once_server.call(
+        "PUT", f"/sessions/{elsewhere}/context/memory", {"content": "Name: Ada", "mode": "replace"}
+    )
+    assert status == 200, body
+    at_once_page.text_appears("#prompt-stale", "“memory” changed in another conversation", timeout=30)
+    assert at_once_page.css("#prompt-stale").get_attribute("data-blocks") == "memory"
+    # Its button leads to the Prompt panel, which shows the difference; the frozen prompt itself is untouched
+    at_once_page.css("#prompt-stale button").click()
+    at_once_page.text_appears("#prompt-state", "The frozen prompt is stale")
+    assert "Name: Ada" not in at_once_page.css("#frozen-prompt").text
+    # Refreshing it sends the new content and clears the note
+    at_once_page.css("#refresh-prompt").click()
+    at_once_page.text_appears("#frozen-prompt", "Name: Ada")
+    at_once_page.wait(lambda _: at_once_page.all("#prompt-stale:not([hidden])") == [], message="the note clears")
+    at_once_page.screenshot("shared-block-stale-prompt")

@@ -213,3 +213,21 @@ def test_naming_another_users_subject_needs_the_act_for_users_scope(runtime: Run
         scopes=["threadloom/act-for-users"],
     )
     assert status == 201 and created["subjectId"] == "customer-42"
+
+
+def test_a_warm_sessions_context_window_shows_a_shared_change_made_through_another(runtime: Runtime) -> None:
+    # One warm process serves both sessions: the first has its blocks loaded (and its prompt frozen) already
+    here, elsewhere = _session("alice", "here"), _session("alice", "elsewhere")
+    frozen = call("GET", f"/sessions/{here}/system-prompt", tenant="alice")[1]["systemPrompt"]
+    before = call("GET", f"/sessions/{here}/context-window", tenant="alice")[1]
+    assert "Name: Alice" not in before["freshPrompt"] and before["frozenPrompt"] == frozen
+    status, _ = call(
+        "PUT", f"/sessions/{elsewhere}/context/memory", {"content": "Name: Alice", "mode": "replace"}, tenant="alice"
+    )
+    assert status == 200
+    # The fresh render reads the block as stored now; the frozen prompt stays as it was until refreshed
+    status, window = call("GET", f"/sessions/{here}/context-window", tenant="alice")
+    assert status == 200
+    assert "Name: Alice" in window["freshPrompt"] and window["frozenPrompt"] == frozen
+    assert {block["label"]: block["tokens"] for block in window["blocks"]}["memory"] > 0
+    assert call("GET", f"/sessions/{here}/status", tenant="alice")[1]["staleBlocks"] == ["memory"]

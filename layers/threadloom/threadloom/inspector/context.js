@@ -193,6 +193,7 @@ export function renderPrompt(panel, ctx) {
     busy(refreshButton, async () => {
       await api.refreshPrompt(ctx.sessionId);
       notify("The system prompt was re-rendered and frozen again.");
+      if (ctx.promptRefreshed) ctx.promptRefreshed();
       await reload();
     }, error),
   );

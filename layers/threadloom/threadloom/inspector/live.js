@@ -64,7 +64,7 @@ export function watchSession(sessionId, { onStatus, onChanged }) {
     try {
       if (useStatus) {
         const status = await api.status(sessionId);
-        const signature = `${status.tokenEstimate}|${status.phase}|${status.leafId || ""}|${JSON.stringify(status.latestRequest || status.compaction || null)}`;
+        const signature = `${status.tokenEstimate}|${status.phase}|${status.leafId || ""}|${JSON.stringify(status.latestRequest || status.compaction || null)}|${(status.staleBlocks || []).join(",")}`;
         emit({ ...status, channel: "polling" });
         if (last !== null && signature !== last) onChanged("status");
         last = signature;
@@ -104,7 +104,7 @@ export function watchSession(sessionId, { onStatus, onChanged }) {
         return;
       }
       if (data.sessionId && data.sessionId !== sessionId) return;
-      if (data.type === "subscribed") emit({ ...(data.status || {}), channel: "websocket" });
+      if (data.type === "subscribed") emit({ ...(data.status || {}), channel: "websocket", subscribed: true });
       else if (data.type === "session_status") {
         emit({ ...data, channel: "websocket" });
         onChanged("status");

@@ -220,7 +220,38 @@ export async function renderSession(root, sessionId, focusMessageId) {
   const channel = h("span", { class: "channel muted small", id: "live-channel" }, "connecting…");
   const lastCompaction = h("span", { class: "muted small", id: "last-compaction" });
   const idleNote = h("p", { class: "idle-reason notice-inline warn", id: "idle-reason", role: "status", hidden: true });
-  meter.append(h("div", { class: "meter-row" }, meterLabel, h("span", { class: "row" }, lastCompaction, channel, phase)), meterBar, idleNote);
+  const staleText = h("span", {});
+  const staleNote = h(
+    "p",
+    { class: "notice-inline warn row", id: "prompt-stale", role: "status", hidden: true },
+    staleText,
+    h("button", { type: "button", onClick: () => select("prompt") }, "Review the prompt"),
+  );
+  meter.append(h("div", { class: "meter-row" }, meterLabel, h("span", { class: "row" }, lastCompaction, channel, phase)), meterBar, idleNote, staleNote);
+
+  // A shared (subject or tenant) block changed in another session since this one's prompt was frozen:
+  // the status endpoint and the live `session_status` name those blocks (`staleBlocks`); the frozen
+  // prompt itself stays as it is until someone refreshes it.
+  function showStaleBlocks(labels) {
+    staleNote.hidden = labels.length === 0;
+    staleNote.dataset.blocks = labels.join(",");
+    const names = labels.map((label) => `“${label}”`).join(", ");
+    staleText.textContent = labels.length
+      ? `The frozen prompt is out of date: ${names} changed in another conversation since it was frozen. Refresh it to send the model the new content.`
+      : "";
+  }
+  let staleAsked = 0;
+  async function askStaleBlocks() {
+    const asked = ++staleAsked;
+    try {
+      const status = await api.status(sessionId);
+      if (asked === staleAsked) showStaleBlocks(status.staleBlocks || []);
+    } catch {
+      // The Prompt panel's own comparison still shows a stale prompt; this note is a courtesy.
+    }
+  }
+  context.promptRefreshed = askStaleBlocks;
+  askStaleBlocks();
 
   // Why a session over its threshold sits idle: the status endpoint says so (`idleReason`); a
   // WebSocket event carries only the figures, so then the endpoint is asked once per such event.
@@ -283,6 +314,9 @@ export async function renderSession(root, sessionId, focusMessageId) {
       const request = status.latestRequest || status.compaction;
       if (request && request.state) lastCompaction.textContent = `Last compaction request: ${request.state.replaceAll("_", " ")}${request.error ? ` (${request.error})` : ""}`;
       if (status.compactionError) notify(`Compaction failed: ${status.compactionError}`, { kind: "error" });
+      if (Array.isArray(status.staleBlocks)) showStaleBlocks(status.staleBlocks);
+      // Changes made before the subscription took are not replayed: read where the prompt stands once it has.
+      else if (status.subscribed) askStaleBlocks();
     },
     onChanged() {
       // Coalesce bursts of events into one refresh of what is on screen.
@@ -291,6 +325,7 @@ export async function renderSession(root, sessionId, focusMessageId) {
         conversation.refresh();
         context.refreshSession();
         if (current === "context") context.refreshContext();
+        if (current === "prompt") context.refreshPrompt();
         if (current === "proposals") refreshers.proposals();
         else countProposals();
         if (refreshers.tree) refreshers.tree();

@@ -22,7 +22,7 @@ from threadloom.api.models import (
 from threadloom.api.use_cases.common import require_session
 from threadloom.core.prompt import render_prompt
 from threadloom.errors import NotFoundError, ValidationError
-from threadloom.records import BlockChange
+from threadloom.records import BlockChange, ContextBlock
 from threadloom.tokens import estimate_message_tokens, estimate_string_tokens
 from threadloom.tools.base import is_error_result
 from threadloom.tools.formats import to_anthropic_tools, to_bedrock_tool_config, to_openai_tools
@@ -30,6 +30,7 @@ from threadloom.tools.formats import to_anthropic_tools, to_bedrock_tool_config,
 if TYPE_CHECKING:
     from threadloom.api.models import ToolFormat
     from threadloom.core.manager import SessionManager
+    from threadloom.core.session import Session
     from threadloom.limits import Limits
     from threadloom.tools.base import Tool
 
@@ -43,14 +44,18 @@ def http_change() -> BlockChange:
     return BlockChange(source="http", request_id=correlation.current())
 
 
-def context_blocks(manager: SessionManager, session_id: str) -> ContextBlockList:
-    """The blocks as stored now: writable ones are re-read with their version (another session may share them)."""
-    session = require_session(manager, session_id)
-    blocks = [
+def current_blocks(session: Session) -> list[ContextBlock]:
+    """The blocks as stored now: writable ones are re-read with their version (another session, or another
+    process, may share them; a warm process holds what it read first)."""
+    return [
         (session.read_context_block(block.label) or block) if block.writable else block
         for block in session.get_context_blocks()
     ]
-    return ContextBlockList(blocks=[ContextBlockOut.of(block) for block in blocks])
+
+
+def context_blocks(manager: SessionManager, session_id: str) -> ContextBlockList:
+    session = require_session(manager, session_id)
+    return ContextBlockList(blocks=[ContextBlockOut.of(block) for block in current_blocks(session)])
 
 
 def context_block(manager: SessionManager, session_id: str, label: str) -> ContextBlockOut:
@@ -89,7 +94,7 @@ def context_window(manager: SessionManager, session_id: str, threshold: int | No
     Reads only: nothing is frozen or refreshed here, so looking never changes what the model sees.
     """
     session = require_session(manager, session_id)
-    blocks = session.get_context_blocks()
+    blocks = current_blocks(session)
     store = session.blocks.prompt_store
     frozen = store.get() if store is not None else None
     prompt_tokens = estimate_string_tokens(session.blocks.system_prompt_for_estimate())
