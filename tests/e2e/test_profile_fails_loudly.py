@@ -31,6 +31,11 @@ def start_server(tmp_path: Path, profile: str, *command: str) -> subprocess.Comp
     path.write_text(profile, encoding="utf-8")
     environment = {**os.environ, "THREADLOOM_PROFILE": str(path)}
     arguments = [*command, "--port", str(free_port()), "--data-dir", str(tmp_path / "data")]
+    return run(arguments, environment)
+
+
+def run(arguments: list[str], environment: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run a fresh Python process from the repository root; its output is read, its exit code asserted."""
     return subprocess.run(arguments, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60, check=False)
 
 
@@ -65,15 +70,7 @@ def test_an_unreadable_profile_is_one_line_too(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere.yaml"
     environment = {**os.environ, "THREADLOOM_PROFILE": str(missing)}
     arguments = [sys.executable, "-m", "threadloom.local_server", "--port", str(free_port())]
-    finished = subprocess.run(
-        [*arguments, "--data-dir", str(tmp_path / "data")],
-        cwd=ROOT,
-        check=False,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    finished = run([*arguments, "--data-dir", str(tmp_path / "data")], environment)
     assert finished.returncode == 1
     assert finished.stderr.splitlines() == [
         f"threadloom: Cannot read deployment profile {missing}: [Errno 2] No such file or directory: '{missing}'"
@@ -105,15 +102,7 @@ def run_lambda(tmp_path: Path, profile: str | None) -> tuple[list[dict[str, obje
         path = tmp_path / "profile.yaml"
         path.write_text(profile, encoding="utf-8")
         environment["THREADLOOM_PROFILE"] = str(path)
-    finished = subprocess.run(
-        [sys.executable, "-c", LAMBDA_SCRIPT],
-        cwd=ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    finished = run([sys.executable, "-c", LAMBDA_SCRIPT], environment)
     assert finished.returncode == 0, finished.stderr
     logs, answers = [], []
     for line in finished.stdout.splitlines():
@@ -173,15 +162,7 @@ def init_function(tmp_path: Path, service: str, profile: str) -> tuple[subproces
         "POWERTOOLS_TRACE_DISABLED": "1",
     }
     script = f"import sys; sys.path[:0] = [{folder!r}, '.']; import {module}"
-    finished = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=ROOT,
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    finished = run([sys.executable, "-c", script], environment)
     logs = [json.loads(line) for line in finished.stdout.splitlines() if line.startswith("{")]
     return finished, logs
 
