@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from threadloom import SqliteStore
 
-BACKENDS = ["sqlite", "postgres"]
+#: ``postgres-prepared``: PostgreSQL with ``prepared_statements=on``, as a deployment without a pooler runs it.
+BACKENDS = ["sqlite", "postgres", "postgres-prepared"]
 
 
 @pytest.fixture(params=BACKENDS)
@@ -35,6 +36,10 @@ def make_store(backend: str, tmp_path: Path, request: pytest.FixtureRequest) -> 
         yield sqlite_factory
         for store in opened:
             store.close()
+    elif backend == "postgres-prepared":
+        from tests.support.postgres import postgres_store_factory
+
+        yield from postgres_store_factory(request, prepared_statements=True)
     else:
         factory = request.getfixturevalue("postgres_store_factory")
         yield factory

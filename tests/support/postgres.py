@@ -207,11 +207,15 @@ def truncate_all(database: str) -> None:
     run_admin([f"TRUNCATE {', '.join(THREADLOOM_TABLES)}"], database=database)
 
 
-def postgres_store_factory(request: pytest.FixtureRequest) -> Iterator[Callable[[], PostgresStore]]:
+def postgres_store_factory(
+    request: pytest.FixtureRequest, *, prepared_statements: bool = False
+) -> Iterator[Callable[[], PostgresStore]]:
     """Yield a factory of PostgresStore objects over this worker's freshly emptied database.
 
     Each call opens a new store with its own connection over the same data, which is how
     tests stand in for another process or a restarted Lambda. Stores are closed afterwards.
+    ``prepared_statements``: the stores name their function calls on the connection, as a
+    deployment that connects without a pooler may ask.
     """
     try:
         from threadloom.storage.postgres.store import PostgresStore
@@ -220,7 +224,7 @@ def postgres_store_factory(request: pytest.FixtureRequest) -> Iterator[Callable[
     admin_connection().close()  # skip (or fail in CI) before creating anything
     name = worker_database(request)
     truncate_all(name)
-    url = url_for(name)
+    url = url_for(name) + ("?prepared_statements=on" if prepared_statements else "")
     opened: list[PostgresStore] = []
 
     def factory() -> PostgresStore:

@@ -27,8 +27,8 @@ from threadloom.storage.postgres.pipeline import (
     compiled,
     run_pipelined,
     run_pipelined_together,
-    typed_parameters,
 )
+from threadloom.storage.postgres.protocol import typed_parameters
 
 from tests.support.postgres import admin_connection
 

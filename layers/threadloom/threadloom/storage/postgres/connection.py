@@ -68,8 +68,21 @@ _TLS_ALIASES: Final[dict[str, TlsMode]] = {
     "no": "off",
 }
 _DSN_OPTIONS: Final = frozenset(
-    {"sslmode", "sslrootcert", "application_name", "connect_timeout", "timeout", "lock_timeout", "statement_timeout"}
+    {
+        "sslmode",
+        "sslrootcert",
+        "application_name",
+        "connect_timeout",
+        "timeout",
+        "lock_timeout",
+        "statement_timeout",
+        "prepared_statements",
+    }
 )
+_SWITCHES: Final = {
+    **dict.fromkeys(("on", "true", "1", "yes"), True),
+    **dict.fromkeys(("off", "false", "0", "no"), False),
+}
 # SQLSTATE classes meaning "the server cannot serve this now" rather than "the request is wrong".
 _CONNECTION_LOST_CODES: Final = frozenset({"57P01", "57P02"})
 _AUTH_FAILED_CODES: Final = frozenset({"28P01", "28000"})
@@ -92,6 +105,9 @@ class ConnectParams:
     timeout: float = DEFAULT_TIMEOUT_S
     lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT_S
     statement_timeout: float | None = DEFAULT_STATEMENT_TIMEOUT_S
+    #: Name each statement once per connection (see ``prepared.py``): only without a pooler that
+    #: loses them (PgBouncer before 1.21) or pins on them (RDS Proxy).
+    prepared_statements: bool = False
 
     def __post_init__(self) -> None:
         check_timeouts(self.timeout, self.lock_timeout, self.statement_timeout)
@@ -128,6 +144,7 @@ class PostgresSettings:
     timeout: float = DEFAULT_TIMEOUT_S
     lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT_S
     statement_timeout: float | None = DEFAULT_STATEMENT_TIMEOUT_S
+    prepared_statements: bool = False
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> PostgresSettings:
@@ -164,6 +181,7 @@ class PostgresSettings:
             timeout=_number(env, "THREADLOOM_DB_TIMEOUT", DEFAULT_TIMEOUT_S, float),
             lock_timeout=_optional_seconds(env, "THREADLOOM_DB_LOCK_TIMEOUT", DEFAULT_LOCK_TIMEOUT_S),
             statement_timeout=_optional_seconds(env, "THREADLOOM_DB_STATEMENT_TIMEOUT", DEFAULT_STATEMENT_TIMEOUT_S),
+            prepared_statements=_switch(env, "THREADLOOM_DB_PREPARED_STATEMENTS", default=False),
         )
         settings.validate()
         return settings
@@ -191,6 +209,7 @@ class PostgresSettings:
                 timeout=self.timeout,
                 lock_timeout=self.lock_timeout,
                 statement_timeout=self.statement_timeout,
+                prepared_statements=self.prepared_statements,
             )
         return ConnectParams(
             host=self.host or "127.0.0.1",
@@ -204,6 +223,7 @@ class PostgresSettings:
             timeout=self.timeout,
             lock_timeout=self.lock_timeout,
             statement_timeout=self.statement_timeout,
+            prepared_statements=self.prepared_statements,
         )
 
 
@@ -228,6 +248,17 @@ def _optional_seconds(env: Mapping[str, str], name: str, default: float | None) 
     if text is not None and text.strip().lower() in ("0", "off", "none"):
         return None
     value: float | None = _number(env, name, default, float)
+    return value
+
+
+def _switch(env: Mapping[str, str], name: str, *, default: bool) -> bool:
+    """``on``/``off`` (or true/false, 1/0, yes/no); anything else is a mistake worth naming."""
+    text = env.get(name)
+    if not text:
+        return default
+    value = _SWITCHES.get(text.strip().lower())
+    if value is None:
+        raise ValidationError(f"{name} must be on or off, not {text!r}")
     return value
 
 
@@ -259,13 +290,15 @@ def parse_database_url(
     timeout: float = DEFAULT_TIMEOUT_S,
     lock_timeout: float | None = DEFAULT_LOCK_TIMEOUT_S,
     statement_timeout: float | None = DEFAULT_STATEMENT_TIMEOUT_S,
+    prepared_statements: bool = False,
 ) -> ConnectParams:
     """Parse ``postgresql://user:password@host:port/database?sslmode=...`` (libpq's URL form).
 
     Supported query options: ``sslmode`` (disable, allow, prefer, require, verify-ca,
     verify-full), ``sslrootcert``, ``application_name``, ``connect_timeout``, ``timeout``
     (the client socket), ``lock_timeout`` and ``statement_timeout`` (server side; ``0``
-    turns one off), all in seconds. Without ``sslmode`` the ``default_tls`` applies (libpq's
+    turns one off), all in seconds, and ``prepared_statements`` (``on`` or ``off``, the default:
+    see docs/postgres.md before turning it on behind a pooler). Without ``sslmode`` the ``default_tls`` applies (libpq's
     ``prefer`` for a DSN given in code).
     """
     parts = urlsplit(url)
@@ -292,6 +325,7 @@ def parse_database_url(
         timeout=_number(options, "timeout", timeout, float),
         lock_timeout=_optional_seconds(options, "lock_timeout", lock_timeout),
         statement_timeout=_optional_seconds(options, "statement_timeout", statement_timeout),
+        prepared_statements=_switch(options, "prepared_statements", default=prepared_statements),
     )
 
 

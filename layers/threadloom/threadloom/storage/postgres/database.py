@@ -137,8 +137,11 @@ class PostgresDatabase:
         *,
         description: str = "PostgreSQL",
         timeouts: ServerTimeouts | None = None,
+        prepared_statements: bool = False,
     ) -> None:
         self.timeouts = timeouts if timeouts is not None else ServerTimeouts()
+        #: Name statements on the connection and reuse them (``prepared.py``); off behind a pooler.
+        self.prepared_statements = prepared_statements
         self._timeout_settings = self.timeouts.as_settings()
         self._begin_suffix = self.timeouts.begin_suffix()
         self._factory: ConnectionFactory | None = source if callable(source) else None
@@ -220,6 +223,7 @@ class PostgresDatabase:
                     params,
                     timeouts=self._timeout_settings if timeouts else None,
                     cache_commit=cache_commit,
+                    prepare=self.prepared_statements,
                 )
         except Exception as error:
             raise self._translate(error) from error
@@ -319,7 +323,9 @@ class PostgresDatabase:
         for _, params in statements:
             check_storable(params)
         try:
-            return run_pipelined_together(connection, statements, timeouts=self._timeout_settings)
+            return run_pipelined_together(
+                connection, statements, timeouts=self._timeout_settings, prepare=self.prepared_statements
+            )
         except Exception as error:
             raise self._translate(error) from error
 
@@ -477,6 +483,7 @@ def environment_database(settings: PostgresSettings | None = None) -> PostgresDa
                 settings_factory(resolved),
                 description=f"PostgreSQL at {params.describe()}",
                 timeouts=ServerTimeouts(lock=params.lock_timeout, statement=params.statement_timeout),
+                prepared_statements=params.prepared_statements,
             )
             _shared[resolved] = database
         return database

@@ -19,8 +19,7 @@ socket.
 
 from __future__ import annotations
 
-import re
-from collections import Counter
+from contextlib import contextmanager
 from functools import lru_cache
 from struct import Struct
 from typing import TYPE_CHECKING, Any, Final
@@ -28,10 +27,7 @@ from typing import TYPE_CHECKING, Any, Final
 import pg8000.native  # type: ignore[import-untyped]
 from pg8000.converters import make_params  # type: ignore[import-untyped]
 from pg8000.core import (  # type: ignore[import-untyped]
-    BIND,
     EXECUTE_MSG,
-    NULL_BYTE,
-    PARSE,
     SYNC_MSG,
     Context,
     _read,
@@ -39,10 +35,21 @@ from pg8000.core import (  # type: ignore[import-untyped]
 )
 from pg8000.exceptions import InterfaceError  # type: ignore[import-untyped]
 
+from threadloom.storage.postgres.prepared import plan_free, prepared_on
+from threadloom.storage.postgres.protocol import (
+    bind,
+    close_statement,
+    describe_portal,
+    parse,
+    parse_and_describe,
+    parse_named,
+)
+
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Iterator, Mapping, Sequence
 
     from threadloom.storage.postgres.connection import Connection
+    from threadloom.storage.postgres.prepared import PreparedStatements
 
 #: The pg8000 release whose internals this module is written and tested against.
 PG8000_VERSION: Final = "1.31.6"
@@ -66,10 +73,7 @@ TIMEOUTS_AND_CACHE_COMMIT_SQL: Final = (
     "|| set_config('statement_timeout', $2, true)) IS NULL"
 )
 
-_UNNAMED: Final = b"\x00"
 _NULL: Final = 0
-_DESCRIBE: Final = b"D"
-_STATEMENT: Final = b"S"
 
 
 def run_pipelined(
@@ -79,17 +83,21 @@ def run_pipelined(
     *,
     timeouts: tuple[str, str] | None = None,
     cache_commit: bool = False,
+    prepare: bool = False,
 ) -> list[list[Any]] | None:
     """Run ``sql`` with ``params`` in one round trip; ``timeouts`` (lock, statement) in ms apply to it.
 
     ``cache_commit`` sends :data:`CACHE_COMMIT_SQL` first, in the same implicit transaction.
+    ``prepare``: every statement is named on the connection and reused (``prepared.py``).
     If any step fails the server skips the rest up to the Sync and the error is raised
     once everything up to ReadyForQuery was read, so the connection stays usable.
     """
     statement, _ = compiled(sql)
-    _send(connection, _payload(connection, [(sql, params)], timeouts, cache_commit=cache_commit))
+    prepared = prepared_on(connection) if prepare else None
     context = Context(statement)
-    read_answer(connection, context)
+    with _settled(prepared):
+        _send(connection, _payload(connection, [(sql, params)], timeouts, cache_commit=cache_commit, prepared=prepared))
+        read_answer(connection, context)
     rows: list[list[Any]] | None = context.rows
     return rows
 
@@ -99,6 +107,7 @@ def run_pipelined_together(
     statements: Sequence[tuple[str, Mapping[str, Any]]],
     *,
     timeouts: tuple[str, str] | None = None,
+    prepare: bool = False,
 ) -> list[list[list[Any]]]:
     """Run several row-returning statements in one round trip; one list of rows per statement, in order.
 
@@ -106,9 +115,11 @@ def run_pipelined_together(
     COMMITTED, as if sent one by one. If one fails the server skips the rest and the error is
     raised once everything up to ReadyForQuery was read, so the connection stays usable.
     """
-    _send(connection, _payload(connection, statements, timeouts))
+    prepared = prepared_on(connection) if prepare else None
     context = _ResultPerStatement(statements[0][0] if statements else "")
-    read_answer(connection, context)
+    with _settled(prepared):
+        _send(connection, _payload(connection, statements, timeouts, prepared=prepared))
+        read_answer(connection, context)
     if len(context.results) != len(statements):
         raise InterfaceError(f"expected {len(statements)} results, the server described {len(context.results)}")
     return context.results
@@ -218,6 +229,20 @@ def read_answer(connection: Connection, context: Any) -> None:
         raise context.error
 
 
+@contextmanager
+def _settled(prepared: PreparedStatements | None) -> Iterator[None]:
+    """Keep the names a round trip gave only if it was encoded, sent and answered without an error."""
+    if prepared is None:
+        yield
+        return
+    succeeded = False
+    try:
+        yield
+        succeeded = True
+    finally:
+        prepared.settle(succeeded=succeeded)
+
+
 def _row(buffered: bytes, start: int, functions: list[Any], encoding: str) -> list[Any]:
     """A DataRow's values, each converted by its column's input function from text (None for NULL)."""
     row: list[Any] = []
@@ -258,27 +283,57 @@ def _payload(
     timeouts: tuple[str, str] | None,
     *,
     cache_commit: bool = False,
+    prepared: PreparedStatements | None = None,
 ) -> bytearray:
     """Every message of the cache-commit and timeouts statements (if asked) and of ``statements``, then Sync.
 
     Everything is encoded before anything is sent: a value pg8000 cannot encode fails here.
     No Flush before the Sync (pg8000 sends one): the server sends its answer when it reaches
     the Sync anyway, and a Flush made it two writes, the ReadyForQuery apart, so the reader
-    woke twice per round trip (about 20 µs more each).
+    woke twice per round trip (about 20 µs more each). With ``prepared``, each statement is
+    bound to its name on the connection (parsed first the first time) instead of parsed anew.
     """
     encoding = connection._client_encoding
-    if timeouts is None:
+    if prepared is not None:
+        payload = bytearray(_prepared_setup(prepared, timeouts, encoding, cache_commit=cache_commit))
+    elif timeouts is None:
         payload = bytearray(_cache_commit_messages(encoding) if cache_commit else b"")
     else:
         payload = bytearray(_timeouts_messages(timeouts, encoding, cache_commit))
     for sql, params in statements:
         statement, make_values = compiled(sql)
-        payload += _parse_and_describe(statement, encoding)
         values = make_params(connection.py_types, make_values(params))
-        payload += _bind([None if value is None else value.encode(encoding) for value in values])
+        encoded = [None if value is None else value.encode(encoding) for value in values]
+        name, first_use = prepared.name_for(statement) if prepared and plan_free(statement) else (None, False)
+        if name is None:
+            payload += parse_and_describe(statement, encoding)
+            payload += bind(encoded)
+        else:
+            if first_use:
+                payload += close_statement(name) + parse_named(statement, encoding, name)
+            payload += bind(encoded, name) + describe_portal()
         payload += EXECUTE_MSG
     payload += SYNC_MSG
     return payload
+
+
+def _prepared_setup(
+    prepared: PreparedStatements, timeouts: tuple[str, str] | None, encoding: str, *, cache_commit: bool
+) -> bytes:
+    """The cache-commit and timeouts statement, bound to their names (they return no row: no Describe)."""
+    if timeouts is None and not cache_commit:
+        return b""
+    if timeouts is None:
+        sql, values = CACHE_COMMIT_SQL, []
+    else:
+        sql = TIMEOUTS_AND_CACHE_COMMIT_SQL if cache_commit else TIMEOUTS_SQL
+        values = [value.encode(encoding) for value in timeouts]
+    name, first_use = prepared.name_for(sql)
+    if name is None:
+        return _timeouts_messages(timeouts, encoding, cache_commit) if timeouts else _cache_commit_messages(encoding)
+    head = close_statement(name) + parse(sql, encoding, (), name) if first_use else b""
+    execute: bytes = EXECUTE_MSG
+    return head + bind(values, name) + execute
 
 
 def _send(connection: Connection, payload: bytearray) -> None:
@@ -292,85 +347,19 @@ def _send(connection: Connection, payload: bytearray) -> None:
         raise InterfaceError("network error") from error
 
 
-def _message(code: bytes, data: bytes | bytearray) -> bytes:
-    return code + (len(data) + 4).to_bytes(4, "big") + bytes(data)
-
-
-def _parse(statement: str, encoding: str, parameter_types: Sequence[int] = ()) -> bytes:
-    types = b"".join(oid.to_bytes(4, "big") for oid in parameter_types)
-    data = _UNNAMED + statement.encode(encoding) + NULL_BYTE + len(parameter_types).to_bytes(2, "big") + types
-    return _message(PARSE, data)
-
-
-@lru_cache(maxsize=512)
-def _parse_and_describe(statement: str, encoding: str) -> bytes:
-    """A statement's Parse and Describe never change: encoded once, not on every call."""
-    text, parameter_types = typed_parameters(statement)
-    return _parse(text, encoding, parameter_types) + _message(_DESCRIBE, _STATEMENT + _UNNAMED)
-
-
-#: The types a statement's ``CAST($n AS type)`` may give in Parse, by name: their OIDs are fixed.
-_TYPE_OIDS: Final = {
-    "text": 25,
-    "bigint": 20,
-    "integer": 23,
-    "boolean": 16,
-    "timestamptz": 1184,
-    "text[]": 1009,
-    "bigint[]": 1016,
-}
-_CAST_PARAMETER: Final = re.compile(r"CAST\(\$(\d+) AS (text|bigint|integer|boolean|timestamptz)(\[\])?\)")
-_PARAMETER: Final = re.compile(r"\$(\d+)(?!\d)")
-
-
-def typed_parameters(statement: str) -> tuple[str, list[int]]:
-    """``statement`` without the casts that only type a parameter, and the types to send in Parse instead.
-
-    The SQL spells each parameter's type as ``CAST(:name AS type)`` (pg8000 sends none), so the
-    server infers it and evaluates the cast on every call; given the type in Parse, it does
-    neither: about 15 µs less for an append's statement. A parameter is typed only when every
-    use of it is such a cast to one type; any other stays as written (type 0: inferred).
-    """
-    casts: dict[int, set[str]] = {}
-    cast_uses: Counter[int] = Counter()
-    for match in _CAST_PARAMETER.finditer(statement):
-        number = int(match[1])
-        casts.setdefault(number, set()).add(match[2] + (match[3] or ""))
-        cast_uses[number] += 1
-    uses = Counter(int(match[1]) for match in _PARAMETER.finditer(statement))
-    types = {
-        number: kinds.pop() for number, kinds in casts.items() if len(kinds) == 1 and cast_uses[number] == uses[number]
-    }
-    if not types:
-        return statement, []
-    stripped = _CAST_PARAMETER.sub(lambda match: f"${match[1]}" if int(match[1]) in types else match[0], statement)
-    return stripped, [_TYPE_OIDS[types[number]] if number in types else 0 for number in range(1, max(uses) + 1)]
-
-
 @lru_cache(maxsize=16)
 def _timeouts_messages(timeouts: tuple[str, str], encoding: str, cache_commit: bool = False) -> bytes:
     """The timeouts statement's messages (with the cache commit, if asked); a database's timeouts are fixed, so
     this is encoded once."""
     execute: bytes = EXECUTE_MSG
     sql = TIMEOUTS_AND_CACHE_COMMIT_SQL if cache_commit else TIMEOUTS_SQL
-    return _parse(sql, encoding) + _bind([value.encode(encoding) for value in timeouts]) + execute
+    return parse(sql, encoding) + bind([value.encode(encoding) for value in timeouts]) + execute
 
 
 @lru_cache(maxsize=4)
 def _cache_commit_messages(encoding: str) -> bytes:
     execute: bytes = EXECUTE_MSG
-    return _parse(CACHE_COMMIT_SQL, encoding) + _bind([]) + execute
-
-
-def _bind(values: list[bytes | None]) -> bytes:
-    data = bytearray(_UNNAMED + _UNNAMED + (0).to_bytes(2, "big") + len(values).to_bytes(2, "big"))
-    for value in values:
-        if value is None:
-            data += (-1).to_bytes(4, "big", signed=True)
-        else:
-            data += len(value).to_bytes(4, "big") + value
-    data += (0).to_bytes(2, "big")
-    return _message(BIND, data)
+    return parse(CACHE_COMMIT_SQL, encoding) + bind([]) + execute
 
 
 @lru_cache(maxsize=512)

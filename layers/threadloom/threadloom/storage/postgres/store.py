@@ -90,6 +90,7 @@ def _database_for(source: Any) -> PostgresDatabase:
             dsn_factory(source),
             description=f"PostgreSQL at {params.describe()}",
             timeouts=ServerTimeouts(lock=params.lock_timeout, statement=params.statement_timeout),
+            prepared_statements=params.prepared_statements,
         )
     if callable(source) or callable(getattr(source, "run", None)):
         return PostgresDatabase(source)

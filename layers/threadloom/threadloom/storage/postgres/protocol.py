@@ -1,0 +1,110 @@
+"""The frontend messages of PostgreSQL's extended query protocol that the pipeline sends, encoded.
+
+Parse, Bind, Describe and Close, byte for byte as the protocol documents them, so that
+``pipeline.py`` can put several statements and one Sync in one write. A statement's Parse never
+changes, so it is encoded once per text (and name).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from functools import lru_cache
+from typing import TYPE_CHECKING, Final
+
+from pg8000.core import BIND, NULL_BYTE, PARSE  # type: ignore[import-untyped]
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+_UNNAMED: Final = b"\x00"
+_CLOSE: Final = b"C"
+_DESCRIBE: Final = b"D"
+_STATEMENT: Final = b"S"
+_PORTAL: Final = b"P"
+
+
+def message(code: bytes, data: bytes | bytearray) -> bytes:
+    return code + (len(data) + 4).to_bytes(4, "big") + bytes(data)
+
+
+def parse(statement: str, encoding: str, parameter_types: Sequence[int] = (), name: bytes = b"") -> bytes:
+    types = b"".join(oid.to_bytes(4, "big") for oid in parameter_types)
+    data = name + _UNNAMED + statement.encode(encoding) + NULL_BYTE + len(parameter_types).to_bytes(2, "big") + types
+    return message(PARSE, data)
+
+
+@lru_cache(maxsize=512)
+def parse_and_describe(statement: str, encoding: str) -> bytes:
+    """A statement's Parse and Describe never change: encoded once, not on every call."""
+    text, parameter_types = typed_parameters(statement)
+    return parse(text, encoding, parameter_types) + message(_DESCRIBE, _STATEMENT + _UNNAMED)
+
+
+@lru_cache(maxsize=512)
+def parse_named(statement: str, encoding: str, name: bytes) -> bytes:
+    """A statement's Parse under ``name``, with the same parameter types as the unnamed one."""
+    text, parameter_types = typed_parameters(statement)
+    return parse(text, encoding, parameter_types, name)
+
+
+#: The types a statement's ``CAST($n AS type)`` may give in Parse, by name: their OIDs are fixed.
+_TYPE_OIDS: Final = {
+    "text": 25,
+    "bigint": 20,
+    "integer": 23,
+    "boolean": 16,
+    "timestamptz": 1184,
+    "text[]": 1009,
+    "bigint[]": 1016,
+}
+_CAST_PARAMETER: Final = re.compile(r"CAST\(\$(\d+) AS (text|bigint|integer|boolean|timestamptz)(\[\])?\)")
+_PARAMETER: Final = re.compile(r"\$(\d+)(?!\d)")
+
+
+def typed_parameters(statement: str) -> tuple[str, list[int]]:
+    """``statement`` without the casts that only type a parameter, and the types to send in Parse instead.
+
+    The SQL spells each parameter's type as ``CAST(:name AS type)`` (pg8000 sends none), so the
+    server infers it and evaluates the cast on every call; given the type in Parse, it does
+    neither: about 15 µs less for an append's statement. A parameter is typed only when every
+    use of it is such a cast to one type; any other stays as written (type 0: inferred).
+    """
+    casts: dict[int, set[str]] = {}
+    cast_uses: Counter[int] = Counter()
+    for match in _CAST_PARAMETER.finditer(statement):
+        number = int(match[1])
+        casts.setdefault(number, set()).add(match[2] + (match[3] or ""))
+        cast_uses[number] += 1
+    uses = Counter(int(match[1]) for match in _PARAMETER.finditer(statement))
+    types = {
+        number: kinds.pop() for number, kinds in casts.items() if len(kinds) == 1 and cast_uses[number] == uses[number]
+    }
+    if not types:
+        return statement, []
+    stripped = _CAST_PARAMETER.sub(lambda match: f"${match[1]}" if int(match[1]) in types else match[0], statement)
+    return stripped, [_TYPE_OIDS[types[number]] if number in types else 0 for number in range(1, max(uses) + 1)]
+
+
+def bind(values: Sequence[bytes | None], statement_name: bytes = b"") -> bytes:
+    data = bytearray(_UNNAMED + statement_name + _UNNAMED + (0).to_bytes(2, "big") + len(values).to_bytes(2, "big"))
+    for value in values:
+        if value is None:
+            data += (-1).to_bytes(4, "big", signed=True)
+        else:
+            data += len(value).to_bytes(4, "big") + value
+    data += (0).to_bytes(2, "big")
+    return message(BIND, data)
+
+
+def close_statement(name: bytes) -> bytes:
+    """A Close of the named statement: harmless if it does not exist, needed if a failed round trip made it."""
+    return message(_CLOSE, _STATEMENT + name + _UNNAMED)
+
+
+def describe_portal() -> bytes:
+    """Describe of the unnamed portal: its RowDescription (or NoData), which a named statement's call needs."""
+    return _DESCRIBE_PORTAL
+
+
+_DESCRIBE_PORTAL: Final = message(_DESCRIBE, _PORTAL + _UNNAMED)
