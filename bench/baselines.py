@@ -45,6 +45,8 @@ LANGCHAIN_TABLE = "langchain_messages"
 DESCRIPTIONS = {
     "threadloom": "Session.append_message / get_history on PostgresStore (one call of the append function, "
     "unnamed statement, one round trip)",
+    "threadloom prepared": "the same with prepared_statements=on, for a direct connection: the append "
+    "function's call named once per connection (the history's recursive query stays unnamed)",
     "raw pg8000": "pg8000 Connection.prepare once, then one round trip per INSERT (PK + parent + JSON + "
     "to_tsvector('english') in a GIN index); history = one prepared recursive query",
     "raw psycopg": "psycopg 3, autocommit, execute(prepare=True): the same statements and table",
@@ -52,7 +54,7 @@ DESCRIPTIONS = {
     "(psycopg 3; its own table: serial id, session uuid, JSONB, index on session; psycopg prepares its INSERT "
     "and SELECT as named server-side statements after 5 runs)",
     "langchain unprepared": "the same with prepare_threshold=None, as psycopg must run behind a transaction "
-    "pooler that does not track prepared statements (Threadloom sends only unnamed statements)",
+    "pooler that does not track prepared statements (as Threadloom by default)",
 }
 
 _PG8000 = {"sid": ":sid", "id": ":id", "parent": ":parent", "content": ":content", "text": ":text", "leaf": ":leaf"}

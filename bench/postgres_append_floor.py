@@ -10,7 +10,8 @@ same for every side, would hide the rest), interleaved, ``RUNS`` runs of ``SAMPL
 - ``threadloom_append_message`` as shipped (0017: one UPDATE locks and moves the head);
 - the shipped function sent as Threadloom sends it, an unnamed statement parsed and planned on every
   call (a named prepared statement would pin an RDS Proxy session and break under PgBouncer's
-  transaction pooling, docs/postgres.md), and ``Session.append_message`` itself (all client work).
+  transaction pooling, docs/postgres.md), and ``Session.append_message`` itself (all client work),
+  by default and with ``prepared_statements=on`` (a direct connection, docs/postgres.md).
 
 Then, per append: the WAL records that touch this database's relations (``pg_walinspect`` between two
 WAL positions, by record type), the function's own time (``track_functions``) and each statement
@@ -73,9 +74,10 @@ def install_0013(connection: psycopg.Connection[Any]) -> None:
 class Sides:
     """One append per side, each with its own session (or raw key) so none sees another's rows."""
 
-    def __init__(self, url: str, store: PostgresStore) -> None:
+    def __init__(self, url: str, store: PostgresStore, prepared_store: PostgresStore) -> None:
         self.connection = psycopg.connect(url, autocommit=True)
         self.session = Session.create(store).for_session("threadloom")
+        self.prepared_session = Session.create(prepared_store).for_session("threadloom-prepared")
         self.leaf: str | None = None
         self.actions = {
             "no-op function call": lambda item: self.call("bench_noop", "noop", item),
@@ -84,6 +86,7 @@ class Sides:
             "shipped function": lambda item: self.call("threadloom_append_message", "v17", item),
             "shipped, unnamed statement": lambda item: self.call("threadloom_append_message", "unnamed", item, False),
             "Session.append_message": self.session.append_message,
+            "Session, prepared_statements": self.prepared_session.append_message,
         }
 
     def call(self, function: str, session_id: str, item: dict[str, Any], prepare: bool = True) -> None:
@@ -208,8 +211,9 @@ def main() -> int:
             admin.execute(f'ALTER DATABASE "{database}" SET synchronous_commit = off')
         store = PostgresStore(scratch)
         store.migrate()
+        prepared_store = PostgresStore(scratch + "?prepared_statements=on")
         create_raw_schema(scratch)
-        sides = Sides(scratch, store)
+        sides = Sides(scratch, store, prepared_store)
         install_0013(sides.connection)
         version = sides.connection.execute("SHOW server_version").fetchone()
         print(f"PostgreSQL {version[0] if version else '?'}; every side on one connection, statements prepared once")
@@ -218,6 +222,7 @@ def main() -> int:
         server_time(sides)
         sides.connection.close()
         store.close()
+        prepared_store.close()
     return 0
 
 

@@ -1,18 +1,22 @@
 """Threadloom on PostgreSQL beside langchain-postgres and the raw baselines, as a store a user might switch from.
 
 Sides (``bench/baselines.py``, printed at the start): Threadloom's ``Session`` on ``PostgresStore``
-(one per session, as the library is used), langchain-postgres's ``PostgresChatMessageHistory``
-as documented (psycopg then prepares its statements on the server after 5 runs) and again with
-``prepare_threshold=None`` (as it has to run behind a transaction pooler), and the raw pg8000 and
-psycopg 3 clients with prepared statements. Two workloads, each run
+(one per session, as the library is used), by default (unnamed statements, as behind RDS Proxy) and
+with ``prepared_statements=on`` (a direct connection, docs/postgres.md), langchain-postgres's
+``PostgresChatMessageHistory`` as documented (psycopg then prepares its statements on the server
+after 5 runs) and again with ``prepare_threshold=None`` (as it has to run behind a transaction
+pooler), and the raw pg8000 and psycopg 3 clients with prepared statements. Two workloads, each run
 ``RUNS`` times with the sides interleaved, ratios quoted as the median of the runs and their range:
 
 - append p50 to a session already holding 2,000 messages;
 - 500 sessions x (10 appends, one at a time, then a read of the whole history): seconds per side,
   interleaved session by session.
 
-Targets: Threadloom faster than langchain-postgres on both (ratio < 1), with the server's durable
-commit (as deployed); the same again with ``synchronous_commit = off`` for information (the disk
+Targets: Threadloom faster than langchain-postgres on both (ratio < 1), each compared with the peer
+configured alike: Threadloom by default against langchain unprepared (neither names a statement, as a
+transaction pooler needs), Threadloom with prepared_statements against langchain as documented (both
+name their statements on a direct connection); with the server's durable commit (as deployed); the
+same again with ``synchronous_commit = off`` for information (the disk
 flush, the same for every side and noisy on a shared disk, left out). The raw clients are the floor.
 
 Run: .venv/bin/python bench/postgres_peers.py   (PostgreSQL from TEST_DATABASE_URL; a scratch database)
@@ -40,7 +44,18 @@ HISTORY = 2_000
 SESSIONS = 500
 APPENDS = 10
 TEXT = "The quick brown fox jumps over the lazy dog while the agent takes careful notes. "
-NAMES = ("threadloom", "langchain", "langchain unprepared", "raw pg8000", "raw psycopg")
+NAMES = ("threadloom", "threadloom prepared", "langchain", "langchain unprepared", "raw pg8000", "raw psycopg")
+THREADLOOM = ("threadloom", "threadloom prepared")
+#: (ours, theirs, a target?): each Threadloom side against the peer configured alike, then for information.
+PAIRS = (
+    ("threadloom", "langchain unprepared", True),
+    ("threadloom prepared", "langchain", True),
+    ("threadloom", "langchain", False),
+    ("threadloom", "raw pg8000", False),
+    ("threadloom", "raw psycopg", False),
+    ("threadloom prepared", "raw pg8000", False),
+    ("threadloom prepared", "raw psycopg", False),
+)
 
 
 def message(message_id: str) -> dict[str, Any]:
@@ -52,18 +67,20 @@ class Sides:
 
     def __init__(self, url: str) -> None:
         self.store = PostgresStore(url)
+        self.prepared_store = PostgresStore(url + "?prepared_statements=on")
         self.langchain = LangchainPeer(url)
         self.langchain_unprepared = LangchainPeer(url, prepare_threshold=None)
         self.raw = [Pg8000Raw(url), PsycopgRaw(url)]
-        self.sessions: dict[str, Session] = {}
+        self.sessions: dict[tuple[str, str], Session] = {}
         self.histories: dict[tuple[str, str], Any] = {}
         self.leaves: dict[str, str | None] = {}
 
     def append(self, name: str, key: str, item: dict[str, Any]) -> None:
-        if name == "threadloom":
-            if key not in self.sessions:
-                self.sessions[key] = Session.create(self.store).for_session(key)
-            self.sessions[key].append_message(item)
+        if name in THREADLOOM:
+            if (name, key) not in self.sessions:
+                store = self.store if name == "threadloom" else self.prepared_store
+                self.sessions[name, key] = Session.create(store).for_session(f"{name}-{key}")
+            self.sessions[name, key].append_message(item)
         elif name in ("langchain", "langchain unprepared"):
             if (name, key) not in self.histories:
                 peer = self.langchain if name == "langchain" else self.langchain_unprepared
@@ -75,8 +92,8 @@ class Sides:
             self.leaves[f"{name}-{key}"] = item["id"]
 
     def read(self, name: str, key: str) -> int:
-        if name == "threadloom":
-            return len(self.sessions[key].get_history())
+        if name in THREADLOOM:
+            return len(self.sessions[name, key].get_history())
         if name in ("langchain", "langchain unprepared"):
             return len(self.histories[name, key].messages)
         side = self.raw[0] if name == "raw pg8000" else self.raw[1]
@@ -87,7 +104,9 @@ class Sides:
     def seed(self, key: str, count: int) -> None:
         """``count`` messages in each side's session ``key`` (not timed)."""
         items = [message(f"seed-{i}") for i in range(count)]
-        Session.create(self.store).for_session(key).append_messages(items)
+        for name, store in (("threadloom", self.store), ("threadloom prepared", self.prepared_store)):
+            self.sessions[name, key] = Session.create(store).for_session(f"{name}-{key}")
+            self.sessions[name, key].append_messages(items)
         for name, peer in (("langchain", self.langchain), ("langchain unprepared", self.langchain_unprepared)):
             self.histories[name, key] = peer.session(f"{name}-{key}")
             self.histories[name, key].add_messages([LangchainPeer.message(item) for item in items])
@@ -101,6 +120,7 @@ class Sides:
         self.langchain.close()
         self.langchain_unprepared.close()
         self.store.close()
+        self.prepared_store.close()
 
 
 def timed(action: Any, *args: Any) -> float:
@@ -153,14 +173,14 @@ def compare(url: str, commit: str) -> bool:
     sides.close()
     ok = True
     for label, figures in ((f"append p50 @{HISTORY:,}", appends), (f"{SESSIONS} x {APPENDS} + reads", workloads)):
-        for other in NAMES[1:]:
-            ratios = [run["threadloom"] / run[other] for run in figures]
+        for ours, theirs, target in PAIRS:
+            ratios = [run[ours] / run[theirs] for run in figures]
             verdict = ""
-            if other == "langchain":
+            if target:
                 met = statistics.median(ratios) < 1.0
                 ok &= met
                 verdict = f"(target < 1) {'ok' if met else 'MISSED'}" if commit == "on" else "(for information)"
-            print(f"  {label:<24} threadloom / {other:<20} {spread(ratios)} {verdict}")
+            print(f"  {label:<24} {ours:<19} / {theirs:<20} {spread(ratios)} {verdict}")
     return ok
 
 

@@ -13,7 +13,10 @@ each ratio is quoted as the median of the runs with their spread. Printed ratios
 - PostgreSQL append p50 / raw pg8000 prepared INSERT (and psycopg 3)       <= 1.3x
 - PostgreSQL open a session (cold, as a new request does) + 10 appends / 10 raw INSERTs <= 1.5x
   (and, for information, opening an existing session the first time in a process / one raw read by key)
-- PostgreSQL append p50 and open + 10 appends faster than langchain-postgres   < 1.0x
+- PostgreSQL append p50 and open + 10 appends faster than langchain-postgres   < 1.0x, each against the
+  peer configured alike: Threadloom by default (no named statement, as behind RDS Proxy or a transaction
+  pooler) against langchain with ``prepare_threshold=None``; Threadloom with ``prepared_statements=on``
+  (a direct connection) against langchain as documented (psycopg names its statements after 5 runs)
 - the same with ``synchronous_commit = off`` on both sides, for information: without the disk
   flush, which every side pays alike, what is left is each side's own work
 - SQLite append p50 / raw sqlite3 (message row, FTS5 row and leaf in one transaction), WAL +
@@ -57,7 +60,9 @@ if TYPE_CHECKING:
 RUNS = 3
 SAMPLES = 300
 OPEN_SAMPLES = 60
-NAMES = ("threadloom", "raw pg8000", "raw psycopg", "langchain")
+NAMES = ("threadloom", "threadloom prepared", "raw pg8000", "raw psycopg", "langchain", "langchain unprepared")
+#: Each Threadloom side and the langchain-postgres side configured alike (named statements or none).
+ALIKE = (("threadloom", "langchain unprepared"), ("threadloom prepared", "langchain"))
 PAGING_SAMPLES = 9
 SEARCH_SAMPLES = 15
 SEARCHED = "lighthouse"  # in no message: the search itself costs little, what it indexes first shows
@@ -125,35 +130,42 @@ def spread(values: list[float]) -> str:
     return f"{statistics.median(values):5.2f}x ({min(values):.2f}-{max(values):.2f})"
 
 
-def postgres_run(url: str, users: Users, sides: list[Any], langchain: LangchainPeer, run: str) -> dict[str, Any]:
+def postgres_run(
+    url: str, users: dict[str, Users], sides: list[Any], peers: dict[str, LangchainPeer], run: str
+) -> dict[str, Any]:
     """One interleaved comparison: append p50 and open + 10 appends p50 per side, in µs."""
-    session = users.open(users.create(f"append-{run}"))
-    peer = langchain.session(f"append-{run}")
+    sessions = {name: each.open(each.create(f"append-{run}")) for name, each in users.items()}
+    histories = {name: peer.session(f"{name}-append-{run}") for name, peer in peers.items()}
     samples: dict[str, list[float]] = {name: [] for name in NAMES}
     leaf: str | None = None
     for index in range(SAMPLES):
         item = message(f"a{run}-{index}")
-        samples["threadloom"].append(timed(lambda item=item: session.append_message(item)))
+        for name, session in sessions.items():
+            samples[name].append(timed(lambda session=session, item=item: session.append_message(item)))
         for side in sides:
             samples[side.name].append(
                 timed(lambda side=side, item=item, parent=leaf: side.append(f"{side.name}-{run}", item, parent))
             )
-        samples["langchain"].append(timed(lambda item=item: peer.add_messages([LangchainPeer.message(item)])))
+        for name, history in histories.items():
+            samples[name].append(
+                timed(lambda history=history, item=item: history.add_messages([LangchainPeer.message(item)]))
+            )
         leaf = item["id"]
-    assert users.events >= SAMPLES
+    assert all(each.events >= SAMPLES for each in users.values())
     append = {name: statistics.median(values) for name, values in samples.items()}
 
     opened: dict[str, list[float]] = {name: [] for name in NAMES}
     for sample in range(OPEN_SAMPLES):
-        sid = users.create(f"open-{run}-{sample}")
         items = [message(f"o{run}-{sample}-{i}") for i in range(10)]
+        for name, each in users.items():
+            sid = each.create(f"open-{run}-{sample}")
 
-        def open_and_append(sid: str = sid, items: list[dict[str, Any]] = items) -> None:
-            fresh = users.open(sid)
-            for item in items:
-                fresh.append_message(item)
+            def open_and_append(each: Users = each, sid: str = sid, items: list[dict[str, Any]] = items) -> None:
+                fresh = each.open(sid)
+                for item in items:
+                    fresh.append_message(item)
 
-        opened["threadloom"].append(timed(open_and_append))
+            opened[name].append(timed(open_and_append))
         for side in sides:
 
             def raw_inserts(side: Any = side, sample: int = sample, items: list[dict[str, Any]] = items) -> None:
@@ -164,12 +176,18 @@ def postgres_run(url: str, users: Users, sides: list[Any], langchain: LangchainP
 
             opened[side.name].append(timed(raw_inserts))
 
-        def peer_open(sample: int = sample, items: list[dict[str, Any]] = items) -> None:
-            history = langchain.session(f"open-{run}-{sample}")
-            for item in items:
-                history.add_messages([LangchainPeer.message(item)])
+        for name, peer in peers.items():
 
-        opened["langchain"].append(timed(peer_open))
+            def peer_open(
+                peer: LangchainPeer = peer,
+                key: str = f"{name}-open-{run}-{sample}",
+                items: list[dict[str, Any]] = items,
+            ) -> None:
+                history = peer.session(key)
+                for item in items:
+                    history.add_messages([LangchainPeer.message(item)])
+
+            opened[name].append(timed(peer_open))
     return {"append": append, "open": {name: statistics.median(values) for name, values in opened.items()}}
 
 
@@ -203,36 +221,43 @@ def postgres(url: str, commit: str) -> bool:
     with psycopg.connect(url, autocommit=True) as admin:
         admin.execute(f'ALTER DATABASE "{database}" SET synchronous_commit = {commit}')  # new connections take it
     store = PostgresStore(url)
+    prepared_store = PostgresStore(url + "?prepared_statements=on")
     users = Users(store)
+    everyone = {"threadloom": users, "threadloom prepared": Users(prepared_store)}
     sides = [Pg8000Raw(url), PsycopgRaw(url)]
-    langchain = LangchainPeer(url)
+    peers = {"langchain": LangchainPeer(url), "langchain unprepared": LangchainPeer(url, prepare_threshold=None)}
     version = sides[0].connection.run("SHOW server_version")[0][0]
     print(f"\nPostgreSQL {version}, synchronous_commit = {commit} ({RUNS} runs of {SAMPLES} interleaved appends)")
-    runs = [postgres_run(url, users, sides, langchain, f"{commit}{run}") for run in range(RUNS)]
+    runs = [postgres_run(url, everyone, sides, peers, f"{commit}{run}") for run in range(RUNS)]
     ok = True
     durable = commit == "on"
     for label, key, target in (("append p50", "append", 1.3), ("open a session + 10 appends", "open", 1.5)):
         for run, figures in enumerate(runs, start=1):
             row = "  ".join(f"{name} {figures[key][name]:8.1f}" for name in NAMES)
             print(f"  run {run} {label:<28} µs: {row}")
-        for name in ("raw pg8000", "raw psycopg"):
-            ratios = [figures[key]["threadloom"] / figures[key][name] for figures in runs]
-            met = statistics.median(ratios) <= target
+        for ours in ("threadloom", "threadloom prepared"):
+            for name in ("raw pg8000", "raw psycopg"):
+                ratios = [figures[key][ours] / figures[key][name] for figures in runs]
+                met = statistics.median(ratios) <= target
+                ok &= met or not durable or ours != "threadloom"
+                verdict = f"(target <= {target}) {'ok' if met else 'MISSED'}" if durable else "(for information)"
+                verdict = verdict if ours == "threadloom" else "(for information)"
+                print(f"  {label:<28} {ours:<19} / {name:<20} {spread(ratios)}  {verdict}")
+        for ours, peer in ALIKE:
+            ratios = [figures[key][ours] / figures[key][peer] for figures in runs]
+            met = max(ratios) < 1.0
             ok &= met or not durable
-            verdict = f"(target <= {target}) {'ok' if met else 'MISSED'}" if durable else "(for information)"
-            print(f"  {label:<28} threadloom / {name:<12} {spread(ratios)}  {verdict}")
-        ratios = [figures[key]["threadloom"] / figures[key]["langchain"] for figures in runs]
-        met = max(ratios) < 1.0
-        ok &= met or not durable
-        verdict = f"(target < 1, every run) {'ok' if met else 'MISSED'}" if durable else "(for information)"
-        print(f"  {label:<28} threadloom / langchain    {spread(ratios)}  {verdict}")
+            verdict = f"(target < 1, every run) {'ok' if met else 'MISSED'}" if durable else "(for information)"
+            print(f"  {label:<28} {ours:<19} / {peer:<20} {spread(ratios)}  {verdict}")
     if durable:
         reopen(users, store, sides[0])
         ok &= paging(users, "PostgreSQL")
     for side in sides:
         side.close()
-    langchain.close()
+    for peer in peers.values():
+        peer.close()
     store.close()
+    prepared_store.close()
     return ok
 
 
