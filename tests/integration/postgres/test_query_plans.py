@@ -184,6 +184,17 @@ def _recursive_step(plan_text: str) -> str:
     return "\n".join(inside)
 
 
+def young_deployment(admin: Any, make_store: Callable[[], Any]) -> Any:
+    """A store holding a hundred short conversations, analyzed: the statistics a young deployment has."""
+    store = make_store()
+    for index in range(100):
+        Session.create(store).for_session(f"short-{index}").append_messages(
+            [text_message(f"s{index}-{i}") for i in range(10)]
+        )
+    admin.run("ANALYZE")
+    return store
+
+
 WALKS_UP = {
     "history": {"leaf": None},
     "raw_path": {"leaf": None},
@@ -199,12 +210,7 @@ def test_every_walk_up_a_long_session_of_a_young_table_probes_the_primary_key_pe
     admin: Any, make_store: Callable[[], Any], name: str
 ) -> None:
     # Given a young deployment: a hundred short conversations, analyzed, then one of 2,000 messages
-    store = make_store()
-    for index in range(100):
-        Session.create(store).for_session(f"short-{index}").append_messages(
-            [text_message(f"s{index}-{i}") for i in range(10)]
-        )
-    admin.run("ANALYZE")
+    store = young_deployment(admin, make_store)
     Session.create(store).for_session("long").append_messages([text_message(f"m{i}") for i in range(2_000)])
     admin.run("ANALYZE")
     # When the planner plans the walk up from the long conversation's leaf, as it really would
@@ -225,12 +231,7 @@ def test_a_page_that_walks_a_long_session_of_a_young_table_probes_the_primary_ke
 ) -> None:
     # Given a young deployment (short conversations, analyzed) and a long one with a side branch inside
     # the page's range, so the page falls back to its walk up the tree (migration 0010)
-    store = make_store()
-    for index in range(100):
-        Session.create(store).for_session(f"short-{index}").append_messages(
-            [text_message(f"s{index}-{i}") for i in range(10)]
-        )
-    admin.run("ANALYZE")
+    store = young_deployment(admin, make_store)
     forked = Session.create(store).for_session("forked")
     forked.append_messages([text_message(f"m{i}") for i in range(150)])
     forked.append_messages([text_message("side")], "m120")
