@@ -158,6 +158,45 @@ def report(connection: psycopg.Connection[Any], label: str, table: str, count: i
     return float(total / count)
 
 
+#: What each of Threadloom's indexes on messages buys (docs/postgres.md, Layout).
+FEATURES = {
+    "threadloom_messages_pkey": "the primary key (session, id): an append by id is idempotent, lookups by id",
+    "threadloom_messages_by_seq": "(session, seq): pages in order, jump pointers, the leaf rescan",
+    "threadloom_messages_by_parent": "(session, parent, seq): branches (children, subtrees, the leaf rescan)",
+    "threadloom_messages_search": "search: the GIN index of (session, vector)",
+}
+
+
+def line(what: str, size: float, json_bytes: float) -> None:
+    print(f"  {what:<72} {size:6,.0f} B  {size / json_bytes:.2f}x")
+
+
+def by_feature(connection: psycopg.Connection[Any], count: int, json_bytes: float) -> None:
+    """The bytes per message each feature costs, measured: the table is copied without the search vector."""
+    columns = "session_id, id, seq, parent_id, role, content, depth, tokens, path_tokens, created_at, jump"
+    connection.execute(f"CREATE TABLE bench_rows_without_search AS SELECT {columns} FROM threadloom_messages")
+    connection.execute("VACUUM (ANALYZE) bench_rows_without_search")
+    rows = connection.execute(SIZES, {"table": "threadloom_messages"}).fetchall()
+    sizes = {name: size for name, _, size in rows}
+    without = connection.execute("SELECT pg_relation_size('bench_rows_without_search')").fetchone()
+    assert without is not None
+    table, bare = sizes["threadloom_messages"] / count, without[0] / count
+    print("\nThreadloom, by what each part buys (B per message; x the JSON):")
+    line("the rows without the search vector (JSON, ids, counters, time)", bare, json_bytes)
+    vector = table - bare
+    line("search: the vector in the row (fewer rows fit a page)", vector, json_bytes)
+    total_without = {"search": table - vector, "search and branches": table - vector}
+    for index, what in FEATURES.items():
+        size = sizes.get(index, 0) / count
+        line(what, size, json_bytes)
+        if index != "threadloom_messages_search":
+            total_without["search"] += size
+            if index != "threadloom_messages_by_parent":
+                total_without["search and branches"] += size
+    for left_out, total in total_without.items():
+        line(f"all but {left_out}", total, json_bytes)
+
+
 def main() -> int:
     url = os.environ.get("TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
     random_words = random.Random(25)
@@ -202,6 +241,7 @@ def main() -> int:
                 f"\nThreadloom row, average: content {columns[0]:.0f} B, search_vector {columns[1]:.0f} B, "
                 f"whole row {columns[2]:.0f} B (plus a 4 B line pointer and the page's free space)"
             )
+            by_feature(raw, count, json_bytes)
         peer.close()
         store.close()
     ratio = ours / json_bytes
