@@ -162,7 +162,7 @@ def report(connection: psycopg.Connection[Any], label: str, table: str, count: i
 FEATURES = {
     "threadloom_messages_pkey": "the primary key (session, id): an append by id is idempotent, lookups by id",
     "threadloom_messages_by_seq": "(session, seq): pages in order, jump pointers, the leaf rescan",
-    "threadloom_messages_by_parent": "(session, parent, seq): branches (children, subtrees, the leaf rescan)",
+    "threadloom_messages_children": "(hash of session and parent, seq): branches (children, subtrees, leaf rescan)",
     "threadloom_messages_search": "search: the GIN index of (session, vector)",
 }
 
@@ -191,7 +191,7 @@ def by_feature(connection: psycopg.Connection[Any], count: int, json_bytes: floa
         line(what, size, json_bytes)
         if index != "threadloom_messages_search":
             total_without["search"] += size
-            if index != "threadloom_messages_by_parent":
+            if index != "threadloom_messages_children":
                 total_without["search and branches"] += size
     for left_out, total in total_without.items():
         line(f"all but {left_out}", total, json_bytes)

@@ -84,7 +84,7 @@ def test_history_walks_the_primary_key(admin: Any, populated: None) -> None:
 
 def test_the_latest_leaf_rescan_uses_the_per_session_indexes(admin: Any, populated: None) -> None:
     text = plan(admin, PostgresSql.find_latest_leaf, sid="s")
-    assert "threadloom_messages_by_seq" in text and "threadloom_messages_by_parent" in text
+    assert "threadloom_messages_by_seq" in text  # newest first; its children probe: the young-table test below
 
 
 def _natural_plan(admin: Any, sql: str, **params: Any) -> str:
@@ -247,3 +247,36 @@ def test_a_page_that_walks_a_long_session_of_a_young_table_probes_the_primary_ke
     assert "threadloom_messages_pkey" in walk
     rows = admin.run(PAGE_100_TO_199.format(sid="forked", leaf="m1999"))
     assert rows[0][:3] == [-5, None, 100]
+
+
+CHILDREN = {
+    "get_children": {"id": "m1000"},
+    "get_child_ids": {"id": "m1000"},
+    "get_children_page": {"id": "m1000", "after_seq": -1, "limit": 50, "budget": 1_000_000},
+    "subtree": {"root": "m1995"},
+    "find_latest_leaf": {},
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHILDREN))
+def test_children_of_a_message_in_a_long_session_of_a_young_table_come_from_the_children_index(
+    admin: Any, make_store: Callable[[], Any], name: str
+) -> None:
+    # Given a young deployment and one conversation of 2,000 messages with a side branch at m1000
+    store = young_deployment(admin, make_store)
+    long = Session.create(store).for_session("long")
+    long.append_messages([text_message(f"m{i}") for i in range(2_000)])
+    long.append_messages([text_message("side")], "m1000")
+    admin.run("ANALYZE")
+    # When the planner plans a lookup of children, as it really would
+    text = _natural_plan(admin, getattr(PostgresSql, name), sid="long", **CHILDREN[name])
+    # Then it probes the children index by the hashed (session, parent) key (migration 0024) rather
+    # than reading the session's rows
+    assert "threadloom_messages_children" in text, text
+    assert "Hash Join" not in text and "Materialize" not in text, text
+    if name != "find_latest_leaf":  # which walks the session's seqs backwards, probing each row's children
+        assert "threadloom_messages_by_seq" not in text, text
+    # And the answers are the branch's
+    rows = admin.run(getattr(PostgresSql, name), sid="long", **CHILDREN[name])
+    expected = {"get_children": 2, "get_child_ids": 2, "get_children_page": 2, "subtree": 5, "find_latest_leaf": 1}
+    assert len(rows) == expected[name]

@@ -30,6 +30,21 @@ _STEP_UP = (
     " FROM {walk} p CROSS JOIN LATERAL (SELECT {columns} FROM threadloom_messages"
     " WHERE session_id = :sid AND id = p.parent_id LIMIT 1) AS m"
 )
+
+
+def _children_of(parent: str, *, rows: str = "", session: str = "CAST(:sid AS text)") -> str:
+    """The condition "a child of ``parent`` in ``session``" that the children index (migration 0024) answers.
+
+    The index keys each row on a 64-bit hash of (session, parent); the plain predicates beside it make
+    a collision cost a row read, never a wrong row.
+    """
+    key = f"hashtextextended({rows}session_id || '/' || {rows}parent_id, 0)"
+    return (
+        f"{key} = hashtextextended({session} || '/' || {parent}, 0) "
+        f"AND {rows}session_id = {session} AND {rows}parent_id = {parent}"
+    )
+
+
 _NEXT_ACTIVITY = "(SELECT COALESCE(MAX(activity_seq), 0) + 1 FROM threadloom_sessions WHERE namespace = :namespace)"
 _FORK_PATH = (
     "WITH RECURSIVE path(id, parent_id, depth) AS ("
@@ -99,7 +114,7 @@ class PostgresSql(SqlDialect):
     )
     find_latest_leaf = (
         "SELECT m.id FROM threadloom_messages m WHERE m.session_id = :sid AND NOT EXISTS ("
-        "SELECT 1 FROM threadloom_messages c WHERE c.session_id = m.session_id AND c.parent_id = m.id) "
+        f"SELECT 1 FROM threadloom_messages c WHERE {_children_of('m.id', rows='c.', session='m.session_id')}) "
         "ORDER BY m.seq DESC LIMIT 1"
     )
 
@@ -118,13 +133,13 @@ class PostgresSql(SqlDialect):
         "WHERE session_id = :sid AND id = :id"
     )
     delete_message = "DELETE FROM threadloom_messages WHERE session_id = :sid AND id = :id"
-    get_children = "SELECT content FROM threadloom_messages WHERE session_id = :sid AND parent_id = :id ORDER BY seq"
+    get_children = f"SELECT content FROM threadloom_messages WHERE {_children_of('CAST(:id AS text)')} ORDER BY seq"
     # One keyset page of children; contents only while their running size stays within :budget (the first
     # always), so a page of large messages never reads more than one response can carry.
     get_children_page = (
         "SELECT seq, CASE WHEN ROW_NUMBER() OVER (ORDER BY seq) = 1 OR SUM(size + 1) OVER (ORDER BY seq) <= :budget "
         "THEN content END FROM (SELECT seq, octet_length(content) AS size, content FROM threadloom_messages "
-        "WHERE session_id = :sid AND parent_id = :id AND seq > :after_seq ORDER BY seq LIMIT :limit) AS children "
+        f"WHERE {_children_of('CAST(:id AS text)')} AND seq > :after_seq ORDER BY seq LIMIT :limit) AS children "
         "ORDER BY seq"
     )
     # Fork, copied in the database (SqlSessionProvider.copy_history): the overlay ends on the path, then
@@ -156,7 +171,7 @@ class PostgresSql(SqlDialect):
         "INSERT INTO threadloom_session_heads (session_id, leaf_id, next_seq) VALUES (:target, :leaf, :next_seq) "
         "ON CONFLICT (session_id) DO UPDATE SET leaf_id = excluded.leaf_id, next_seq = excluded.next_seq"
     )
-    get_child_ids = "SELECT id FROM threadloom_messages WHERE session_id = :sid AND parent_id = :id ORDER BY seq"
+    get_child_ids = f"SELECT id FROM threadloom_messages WHERE {_children_of('CAST(:id AS text)')} ORDER BY seq"
     tree_skeleton = "SELECT id, parent_id FROM threadloom_messages WHERE session_id = :sid ORDER BY seq"
     reparent_message = "UPDATE threadloom_messages SET parent_id = :parent_id WHERE session_id = :sid AND id = :id"
     set_estimate = (
@@ -183,8 +198,10 @@ class PostgresSql(SqlDialect):
         "WITH RECURSIVE sub(id, parent_id, tokens, level) AS ("
         " SELECT id, parent_id, tokens, 0 FROM threadloom_messages WHERE session_id = :sid AND id = :root"
         " UNION ALL"
-        " SELECT m.id, m.parent_id, m.tokens, s.level + 1 FROM threadloom_messages m JOIN sub s"
-        " ON m.session_id = :sid AND m.parent_id = s.id"
+        " SELECT m.id, m.parent_id, m.tokens, s.level + 1 FROM sub s CROSS JOIN LATERAL ("
+        # OFFSET 0 keeps the subquery apart, so each step probes the children index; pulled up into a
+        # join it was planned as a hash of the whole session at every step (the walk up's problem).
+        f"SELECT id, parent_id, tokens FROM threadloom_messages WHERE {_children_of('s.id')} OFFSET 0) AS m"
         ") SELECT id, parent_id, tokens FROM sub ORDER BY level"
     )
     # Migrations 0007 and 0008: the statement of SQLite's history_page_rows with a plan kept per
