@@ -46,7 +46,7 @@ DESCRIPTIONS = {
     "threadloom": "Session.append_message / get_history on PostgresStore (one call of the append function, "
     "unnamed statement, one round trip)",
     "threadloom prepared": "the same with prepared_statements=on, for a direct connection: the append "
-    "function's call named once per connection (the history's recursive query stays unnamed)",
+    "and history function calls named once per connection (statements over the tables stay unnamed)",
     "raw pg8000": "pg8000 Connection.prepare once, then one round trip per INSERT (PK + parent + JSON + "
     "to_tsvector('english') in a GIN index); history = one prepared recursive query",
     "raw psycopg": "psycopg 3, autocommit, execute(prepare=True): the same statements and table",

@@ -37,7 +37,7 @@ def _named(store: Any) -> dict[str, str]:
     return {str(name): str(text) for name, text in rows}
 
 
-def test_an_append_and_a_page_read_are_named_once_and_a_history_query_never(prepared_store: Any) -> None:
+def test_an_append_and_a_history_read_are_named_once_and_a_query_over_the_tables_never(prepared_store: Any) -> None:
     session = Session.create(prepared_store).for_session("prepared-1")
     for index in range(7):  # past the five custom plans after which PostgreSQL may switch to a generic one
         session.append_message(text_message(f"m{index}", f"message {index}"))
@@ -45,6 +45,10 @@ def test_an_append_and_a_page_read_are_named_once_and_a_history_query_never(prep
     named = _named(prepared_store)
     assert sum("threadloom_append_message(" in text for text in named.values()) == 1
     assert any("set_config('lock_timeout'" in text for text in named.values())  # the reads' timeouts statement
+    assert any("threadloom_history(" in text for text in named.values())  # a function call: its plan is the call
+    session.delete_messages(["m3"])  # recomputes the estimates below it: a recursive walk down the subtree
+    assert [message["id"] for message in session.get_history()][:3] == ["m0", "m1", "m2"]
+    named = _named(prepared_store)
     assert not any("WITH RECURSIVE" in text for text in named.values())  # planned with its values, every time
     assert all(name.startswith("threadloom_") for name in named)
 
@@ -117,7 +121,14 @@ def test_past_the_cap_statements_run_unnamed(prepared_store: Any, monkeypatch: p
 
 @pytest.mark.parametrize(
     ("name", "expected"),
-    [("append_one", True), ("append", True), ("history_page_rows", True), ("history", False), ("get_message", False)],
+    [
+        ("append_one", True),
+        ("append", True),
+        ("history", True),
+        ("history_page_rows", True),
+        ("raw_path", False),
+        ("get_message", False),
+    ],
 )
 def test_only_calls_of_a_function_on_parameters_are_plan_free(name: str, expected: bool) -> None:
     assert plan_free(compiled(getattr(PostgresSql, name))[0]) is expected

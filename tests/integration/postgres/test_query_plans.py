@@ -77,7 +77,7 @@ def test_namespace_search_probes_one_session_at_a_time(admin: Any, populated: No
 
 
 def test_history_walks_the_primary_key(admin: Any, populated: None) -> None:
-    text = plan(admin, PostgresSql.history, sid="s", leaf=None)
+    text = plan(admin, PostgresSql.raw_path, sid="s", leaf=None)  # the history function's walk, as a statement
     assert "threadloom_messages_pkey" in text
     assert "Seq Scan on threadloom_messages" not in text
 
@@ -196,7 +196,6 @@ def young_deployment(admin: Any, make_store: Callable[[], Any]) -> Any:
 
 
 WALKS_UP = {
-    "history": {"leaf": None},
     "raw_path": {"leaf": None},
     "path_rows": {"leaf": "m1999"},
     "path_ids_up": {"start": "m1999", "max_steps": 5_000},
@@ -280,3 +279,22 @@ def test_children_of_a_message_in_a_long_session_of_a_young_table_come_from_the_
     rows = admin.run(getattr(PostgresSql, name), sid="long", **CHILDREN[name])
     expected = {"get_children": 2, "get_child_ids": 2, "get_children_page": 2, "subtree": 5, "find_latest_leaf": 1}
     assert len(rows) == expected[name]
+
+
+def test_the_history_function_keeps_a_walk_that_probes_the_primary_key_per_step(
+    admin: Any, make_store: Callable[[], Any]
+) -> None:
+    # Given a young deployment and a conversation of 2,000 messages
+    store = young_deployment(admin, make_store)
+    Session.create(store).for_session("long").append_messages([text_message(f"m{i}") for i in range(2_000)])
+    # And a connection that read short histories often enough for PostgreSQL to consider a generic plan
+    for index in range(8):
+        assert len(admin.run("SELECT * FROM threadloom_history(CAST(:sid AS text), NULL)", sid=f"short-{index}")) == 10
+    admin.run("ANALYZE")
+    # When it reads the long one through the function (migration 0025), whose plan the connection keeps
+    plans = function_plans(admin, "SELECT * FROM threadloom_history('long', NULL)")
+    # Then each step of the kept walk is one probe of the primary key, never a hash of the session
+    walk = _recursive_step(plans.split("RETURN QUERY", 1)[-1] if "RETURN QUERY" in plans else plans)
+    assert "Hash Join" not in walk and "Bitmap Heap Scan" not in walk, walk
+    assert "threadloom_messages_pkey" in walk, walk
+    assert len(admin.run("SELECT * FROM threadloom_history('long', NULL)")) == 2_000

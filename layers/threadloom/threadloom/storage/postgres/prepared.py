@@ -12,13 +12,13 @@ connection that never saw the name.
 
 Only statements with no plan to choose are named: one call of a Threadloom function whose
 arguments are all parameters (``SELECT threadloom_append_message($1, ...)``, ``SELECT ... FROM
-threadloom_history_page_in($1, ...)``) and the timeouts statements. PostgreSQL switches a named
-statement to a generic plan after five calls when its estimate is no worse, and a generic plan of
-a query over the tables (the recursive history read, a search) is chosen without the parameters'
-values and, made while a table was small or its statistics stale, was measured at 40 times the
-custom plan's time; a function call's plan is the same either way, and the statements inside the
-function keep the plans PL/pgSQL caches for them, as without this option. Any other statement is
-sent unnamed, as before.
+threadloom_history($1, $2)``) and the timeouts statements. PostgreSQL switches a named statement to
+a generic plan after five calls when its estimate is no worse, and a generic plan of a query over
+the tables (a recursive walk written as a join, a search) is chosen without the parameters' values
+and, made while a table was small or its statistics stale, was measured at 40 times the custom
+plan's time; a function call's plan is the same either way, and the statements inside the function
+keep the plans PL/pgSQL caches for them, as without this option. Any other statement is sent
+unnamed, as before.
 
 A name is registered when its Parse is sent and forgotten when the round trip that carried it
 fails, whatever failed: the next use then sends ``Close`` before ``Parse`` (closing a name that

@@ -646,23 +646,12 @@ class PostgresSql(SqlDialect):
         "CAST(:parent_id AS text), CAST(:expected_leaf_id AS text), CAST(:created_at AS timestamptz), "
         "CAST(:lock_timeout AS text))"
     )
-    # The history and its overlays in one statement (one snapshot, one round trip), two
-    # narrow columns: path rows are (depth, message); when overlays exist one extra row
-    # (-1, JSON array of [id, summary, from, to, created_at] in seq order) carries them.
-    # Left unsorted on purpose: sorting wide rows server-side can spill to disk.
-    history = (
-        "WITH RECURSIVE path(id, parent_id, content, depth) AS ("
-        f" SELECT id, parent_id, content, depth FROM threadloom_messages WHERE session_id = :sid AND id = {_LEAF}"
-        " UNION ALL"
-        " SELECT m.id, m.parent_id, m.content, m.depth"
-        + _STEP_UP.format(walk="path", columns="id, parent_id, content, depth")
-        + ") SELECT depth, content FROM path"
-        " UNION ALL"
-        " SELECT -1, CAST(json_agg(json_build_array(c.id, c.summary, c.from_message_id, c.to_message_id,"
-        f" {_ISO_TIME.format(column='c.created_at')}) ORDER BY c.seq) AS text)"
-        " FROM threadloom_compactions c WHERE c.session_id = :sid AND EXISTS (SELECT 1 FROM path)"
-        " HAVING COUNT(*) > 0"
-    )
+    # The history and its overlays in one round trip (one snapshot), two narrow columns: path rows are
+    # (depth, message); when overlays exist one extra row (-1, JSON array of [id, summary, from, to,
+    # created_at] in seq order) carries them. Left unsorted on purpose: sorting wide rows server-side can
+    # spill to disk. A function (migration 0025), so the walk's plan is kept per connection instead of
+    # planned on every read; its steps are LATERAL probes (_STEP_UP), which is what makes a kept plan safe.
+    history = "SELECT out_depth, out_content FROM threadloom_history(CAST(:sid AS text), CAST(:leaf AS text))"
     # One message (nearly every append): a plain call with scalar arguments, which the server parses,
     # plans and runs in about 70 µs less than the set-returning ``append`` (migration 0013). The
     # answer is one text: 't' if inserted else 'f', the path tokens, then ':' and the parent id if any.
