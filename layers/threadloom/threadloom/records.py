@@ -251,8 +251,9 @@ class HistoryEntry:
     stored message it covers (itself, or the end of the summarized range) and ``next_depth`` the
     depth where the history continues after it: together they are the keyset of the next page.
     ``text``, when storage has it, is the stored JSON of a row it checked is a well-formed message
-    (valid, message-shaped, no whitespace between tokens): ``message`` is then parsed from it only
-    when asked, so a reader that sends the text on (the API's history page) never parses it.
+    (valid JSON, an object with a string ``id`` and ``role`` and a ``parts`` list): ``message`` is
+    then parsed from it only when asked, so a reader that sends the text on (the API's history
+    page) never parses it.
     A plain slotted class, not a frozen dataclass: one is built per message of every page.
     """
 

@@ -68,7 +68,7 @@ class SqlDialect:
     # (not NULL: a session outside it gives the single row (-4, NULL, NULL, NULL)) and :together
     # (the depth rows as one row (-5, NULL, count, JSON array of [depth, id, bytes, message]));
     # SQLite's reader checks the namespace in its transaction. ``checked`` is true where the statement
-    # made sure the content is a well-formed message's JSON without whitespace between tokens (SQLite's
+    # made sure the content is a well-formed message's JSON (valid, message-shaped: SQLite's
     # JSON functions; always false on PostgreSQL, whose page comes parsed): the reader then hands the
     # text on unparsed (HistoryEntry.text). Every other row has it false. Then (depth, id, content)
     # of the rows from :start up to depth :first (contents the budget left out but a page needs).
