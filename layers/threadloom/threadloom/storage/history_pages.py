@@ -206,8 +206,13 @@ class HistoryPageReader:
         first = depth
         on_page = {row[1]: row[0] for row in rows}
         self._on_path.update(on_page)  # rows of the path: count() then locates overlay ends here for free
-        planned: list[_Planned] = []
         starts = self._by_start
+        span = rows[: min(last - depth + 1, room)]
+        size = sum([row[2] for row in span]) + len(span)
+        if used + size <= max_bytes and starts.keys().isdisjoint(on_page):
+            # No overlay starts here and the rows fit: each is an item, as the loop below would decide
+            return [(row, None) for row in span], depth + len(span), used + size, len(span) >= room
+        planned: list[_Planned] = []
         while depth <= last:
             if len(planned) >= room:
                 return planned, depth, used, True
