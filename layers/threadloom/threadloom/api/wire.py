@@ -62,7 +62,10 @@ def messages_json(entries: Sequence[HistoryEntry]) -> str:
 
     The texts are checked once, joined (a page is one string to scan, not 200): commas cannot make
     an escape or an exponent across two texts. Only a page where the check finds one checks each.
+    A page without texts (PostgreSQL's) is serialized in one call, as the whole page was before.
     """
+    if all(entry.text is None for entry in entries):
+        return to_json([entry.message for entry in entries]).decode("utf-8")[1:-1]
     joined = ",".join([entry.text if entry.text is not None else message_json(entry) for entry in entries])
     if is_wire_form(joined):
         return joined
