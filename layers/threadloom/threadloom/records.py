@@ -7,6 +7,7 @@ so they round-trip unchanged with the AI SDK's ``UIMessage``.
 from __future__ import annotations
 
 import enum
+import json
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -243,21 +244,55 @@ class TrackedCompaction:
     finished_at: str | None
 
 
-@dataclass(slots=True)
 class HistoryEntry:
     """One item of a history page: a stored message or the summary standing in for an overlaid range.
 
     ``size`` is its bytes as compact JSON (what it adds to a response); ``last_id`` is the last
     stored message it covers (itself, or the end of the summarized range) and ``next_depth`` the
     depth where the history continues after it: together they are the keyset of the next page.
-    Not frozen: one is built per message of every page, and a frozen dataclass takes 2.5 times
-    as long to build.
+    ``text``, when storage has it, is the stored JSON of a row it checked is a well-formed message
+    (valid JSON, an object with a string ``id`` and ``role`` and a ``parts`` list): ``message`` is
+    then parsed from it only when asked, so a reader that sends the text on (the API's history
+    page) never parses it.
+    A plain slotted class, not a frozen dataclass: one is built per message of every page.
     """
 
-    message: Message
-    size: int
-    last_id: str
-    next_depth: int
+    __slots__ = ("_message", "last_id", "next_depth", "size", "text")
+
+    def __init__(
+        self, message: Message | None, size: int, last_id: str, next_depth: int, text: str | None = None
+    ) -> None:
+        if message is None and text is None:
+            raise ValueError("A history entry needs its message or its stored text")
+        self._message = message
+        self.size = size
+        self.last_id = last_id
+        self.next_depth = next_depth
+        self.text = text
+
+    @property
+    def message(self) -> Message:
+        if self._message is None:
+            self._message = json.loads(self.text or "")
+        return self._message
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HistoryEntry):
+            return NotImplemented
+        return (self.message, self.size, self.last_id, self.next_depth) == (
+            other.message,
+            other.size,
+            other.last_id,
+            other.next_depth,
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __repr__(self) -> str:
+        return (
+            f"HistoryEntry(message={self.message!r}, size={self.size}, last_id={self.last_id!r}, "
+            f"next_depth={self.next_depth})"
+        )
 
 
 @dataclass(frozen=True, slots=True)

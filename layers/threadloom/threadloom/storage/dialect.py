@@ -58,7 +58,7 @@ class SqlDialect:
     path_ids_up: ClassVar[str]
     subtree: ClassVar[str]
     # One history page (threadloom.storage.history_pages): the rows at depths :first..:last of
-    # :leaf's path as (depth, id, bytes, content), reached through the jump pointers, in any order,
+    # :leaf's path as (depth, id, bytes, content, checked), reached through the jump pointers, in any order,
     # with the content only while the running bytes stay within :budget; a row (-1, leaf id, leaf
     # depth, NULL) when the leaf exists; a row (-2, id, seq, NULL) for the shallowest ancestor the
     # walk passed at depth :hint or deeper (not the leaf), from where the next page can start; the
@@ -67,7 +67,10 @@ class SqlDialect:
     # any (SQLite's reader reads them in the same transaction). PostgreSQL also honours :namespace
     # (not NULL: a session outside it gives the single row (-4, NULL, NULL, NULL)) and :together
     # (the depth rows as one row (-5, NULL, count, JSON array of [depth, id, bytes, message]));
-    # SQLite's reader checks the namespace in its transaction. Then (depth, id, content)
+    # SQLite's reader checks the namespace in its transaction. ``checked`` is true where the statement
+    # made sure the content is a well-formed message's JSON (valid, message-shaped: SQLite's
+    # JSON functions; always false on PostgreSQL, whose page comes parsed): the reader then hands the
+    # text on unparsed (HistoryEntry.text). Every other row has it false. Then (depth, id, content)
     # of the rows from :start up to depth :first (contents the budget left out but a page needs).
     history_page_rows: ClassVar[str]
     # The same rows for the session's latest leaf, found by the statement (its -1 row names it), with

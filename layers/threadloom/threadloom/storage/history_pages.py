@@ -50,11 +50,12 @@ if TYPE_CHECKING:
     from threadloom.storage.database import Executor
     from threadloom.storage.dialect import SqlDialect
 
-_Row = tuple[int, str, int, Any]
-"""A path row: (depth, id, bytes of the stored message, the stored message when the read brought it).
+_Row = tuple[int, str, int, Any, bool]
+"""A path row: (depth, id, bytes of the stored message, the stored message when the read brought it, checked).
 
 The message is the stored text, or its parsed JSON when the statement sent the page as one value;
-None when the read left it out (past the byte budget).
+None when the read left it out (past the byte budget). ``checked``: the statement found the text a
+well-formed message (the entry then carries it unparsed).
 """
 _Planned = tuple[_Row | None, HistoryEntry | None]
 """An item decided on ids: a row whose content is still to read, or a finished summary entry."""
@@ -205,8 +206,13 @@ class HistoryPageReader:
         first = depth
         on_page = {row[1]: row[0] for row in rows}
         self._on_path.update(on_page)  # rows of the path: count() then locates overlay ends here for free
-        planned: list[_Planned] = []
         starts = self._by_start
+        span = rows[: min(last - depth + 1, room)]
+        size = sum([row[2] for row in span]) + len(span)
+        if used + size <= max_bytes and starts.keys().isdisjoint(on_page):
+            # No overlay starts here and the rows fit: each is an item, as the loop below would decide
+            return [(row, None) for row in span], depth + len(span), used + size, len(span) >= room
+        planned: list[_Planned] = []
         while depth <= last:
             if len(planned) >= room:
                 return planned, depth, used, True
@@ -244,6 +250,9 @@ class HistoryPageReader:
                 entries.append(entry)
                 continue
             assert row is not None
+            if row[4] and row[3] is not None:  # checked by the statement: parsed only if someone asks
+                entries.append(HistoryEntry(None, row[2], row[1], row[0] + 1, text=row[3]))
+                continue
             content = row[3] if row[3] is not None else late.get(row[1], "")
             message = parse_stored_message(content) if isinstance(content, str) else stored_message(content)
             if message is not None:  # a corrupt row is skipped, as get_history skips it
@@ -303,9 +312,9 @@ class HistoryPageReader:
         together: list[_Row] | None = None
         if hint is not None:
             self.next_anchor = None
-        for depth, message_id, size, content in found:
+        for depth, message_id, size, content, checked in found:
             if depth >= 0:
-                rows.append((depth, message_id, size or 0, content))
+                rows.append((depth, message_id, size or 0, content, bool(checked)))
             elif depth == -1:  # the leaf's own row: its depth (and which leaf, when read from the head)
                 self._leaf_id = str(message_id)
                 self._leaf_depth = int(size)
@@ -371,5 +380,5 @@ def _page_rows(text: str, first: int, count: int) -> list[_Row] | None:
             or type(item[2]) is not int
         ):
             return None
-        rows.append((expected, item[1], item[2], item[3]))
+        rows.append((expected, item[1], item[2], item[3], False))
     return rows

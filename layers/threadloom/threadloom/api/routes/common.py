@@ -112,15 +112,13 @@ def limits() -> Limits:
     return get_runtime().limits
 
 
-def serialized_response(body: BaseModel) -> Response[str]:
-    """A large page written by pydantic in one pass, instead of Powertools' validate-then-encode walk over it.
+def json_text_response(body: str) -> Response[str]:
+    """A 200 whose JSON body is already written (a large page), instead of Powertools' validate-then-encode walk.
 
     For routes whose items come from storage (validated when written); the route documents its model
     through ``responses=``. UTF-8 without escapes, as the byte budget counts it.
     """
-    return Response(
-        status_code=200, content_type=content_types.APPLICATION_JSON, body=body.model_dump_json(by_alias=True)
-    )
+    return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=body)
 
 
 def json_response(status: int, body: BaseModel | dict[str, Any]) -> Response[Any]:

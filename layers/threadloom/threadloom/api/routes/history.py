@@ -13,7 +13,7 @@ from threadloom.errors import ValidationError
 from threadloom.limits import HARD_LIMITS
 from threadloom.search import query_problem
 
-from .common import ANY, SESSION, limits, manager, new_router, responses, serialized_response
+from .common import ANY, SESSION, json_text_response, limits, manager, new_router, responses
 
 router = new_router()
 Limit = Annotated[int | None, Query(ge=1)]
@@ -35,8 +35,8 @@ def history(
     limit: Limit = None,
     cursor: Annotated[str | None, Query()] = None,
 ) -> Response[str]:
-    page = use_cases.history(manager(router), sessionId, limits(), leaf_id=leafId, limit=limit, cursor=cursor)
-    return serialized_response(page)
+    body = use_cases.history_json(manager(router), sessionId, limits(), leaf_id=leafId, limit=limit, cursor=cursor)
+    return json_text_response(body)
 
 
 @router.get(

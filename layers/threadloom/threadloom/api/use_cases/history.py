@@ -28,6 +28,7 @@ from threadloom.api.paging import (
     page_size,
 )
 from threadloom.api.use_cases.common import require_message, require_session
+from threadloom.api.wire import history_page_json
 from threadloom.core.branch_points import branch_points as find_branch_points
 from threadloom.errors import NotFoundError, SessionNotFoundError, ValidationError
 from threadloom.records import HistoryEntry, HistorySlice
@@ -48,7 +49,41 @@ def history(
     limit: int | None,
     cursor: str | None,
 ) -> HistoryPage:
-    """Root→leaf, overlays applied, one page at a time: at most ``limit`` items and the response byte budget.
+    """Root→leaf, overlays applied, one page at a time (see :func:`history_entries`)."""
+    envelope, entries = history_entries(manager, session_id, limits, leaf_id=leaf_id, limit=limit, cursor=cursor)
+    # Stored messages were validated when written: skip re-validating a page of them (a third of its cost).
+    return HistoryPage.model_construct(
+        messages=[entry.message for entry in entries],
+        leaf_id=envelope.leaf_id,
+        total=envelope.total,
+        next_cursor=envelope.next_cursor,
+    )
+
+
+def history_json(
+    manager: SessionManager,
+    session_id: str,
+    limits: Limits,
+    *,
+    leaf_id: str | None,
+    limit: int | None,
+    cursor: str | None,
+) -> str:
+    """:func:`history` as its JSON body, the stored texts spliced in unparsed (:mod:`threadloom.api.wire`)."""
+    envelope, entries = history_entries(manager, session_id, limits, leaf_id=leaf_id, limit=limit, cursor=cursor)
+    return history_page_json(envelope, entries)
+
+
+def history_entries(
+    manager: SessionManager,
+    session_id: str,
+    limits: Limits,
+    *,
+    leaf_id: str | None,
+    limit: int | None,
+    cursor: str | None,
+) -> tuple[HistoryPage, list[HistoryEntry]]:
+    """A page's envelope (no messages) and its entries: at most ``limit`` items and the response byte budget.
 
     The cursor pins the leaf of the first page and keys the next page on the stored depth where it
     continues (plus the message it continues after, to notice a tree changed under it), so a page
@@ -89,7 +124,7 @@ def history(
         raise
     leaf_id = page.leaf_id
     if leaf_id is None:  # the session has no messages
-        return HistoryPage(messages=[], leaf_id=None, total=0, next_cursor=None)
+        return HistoryPage(messages=[], leaf_id=None, total=0, next_cursor=None), []
     if total is None:
         total = page.total if page.total is not None else page.path_length
     entries = page.entries[: count_within_bytes(page.entries, budget, size_of=lambda entry: entry.size)]
@@ -100,10 +135,7 @@ def history(
         if page.next_anchor is not None:
             state["j"] = list(page.next_anchor)
         next_cursor = encode_cursor(state)
-    # Stored messages were validated when written: skip re-validating a page of them (a third of its cost).
-    return HistoryPage.model_construct(
-        messages=[entry.message for entry in entries], leaf_id=leaf_id, total=total, next_cursor=next_cursor
-    )
+    return HistoryPage.model_construct(messages=[], leaf_id=leaf_id, total=total, next_cursor=next_cursor), entries
 
 
 def _history_slice(

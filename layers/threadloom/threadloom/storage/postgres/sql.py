@@ -208,14 +208,14 @@ class PostgresSql(SqlDialect):
     # connection, the session's overlays in the same round trip (the page needs them), the tenant
     # check with :namespace and, with :together, the page's rows as one JSON row.
     history_page_rows = (
-        "SELECT out_depth, out_id, out_size, out_content FROM threadloom_history_page_in("
+        "SELECT out_depth, out_id, out_size, out_content, FALSE FROM threadloom_history_page_in("
         "CAST(:namespace AS text), CAST(:sid AS text), CAST(:leaf AS text), CAST(:first AS bigint), "
         "CAST(:last AS bigint), CAST(:budget AS bigint), CAST(:anchor_seq AS bigint), CAST(:anchor_id AS text), "
         "CAST(:hint AS bigint), CAST(:overlays AS boolean), CAST(:together AS boolean))"
     )
     # Migration 0009: the first page from the session's head (the leaf's row says which), same rows.
     history_page_rows_at_head = (
-        "SELECT out_depth, out_id, out_size, out_content FROM threadloom_history_page_at_head("
+        "SELECT out_depth, out_id, out_size, out_content, FALSE FROM threadloom_history_page_at_head("
         "CAST(:namespace AS text), CAST(:sid AS text), CAST(:first AS bigint), CAST(:last AS bigint), "
         "CAST(:budget AS bigint), CAST(:hint AS bigint), CAST(:overlays AS boolean), CAST(:together AS boolean))"
     )

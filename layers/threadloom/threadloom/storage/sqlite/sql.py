@@ -236,18 +236,23 @@ class SqliteSql(SqlDialect):
         " UNION ALL"
         " SELECT m.id, m.parent_id, m.depth FROM threadloom_messages m JOIN near n"
         " ON m.session_id = :sid AND m.id = n.parent_id WHERE n.depth > :last"
-        "), page(id, parent_id, depth, content) AS ("
-        " SELECT m.id, m.parent_id, m.depth, m.content FROM threadloom_messages m"
+        # The page walks up from its deepest row, so each row learns the bytes below it (no window
+        # function sorting the page); a content is read by rowid only while the bytes from :first
+        # down to it stay within :budget. LIMIT -1 keeps SQLite from copying the content's subquery
+        # into each JSON check (the checks: see SqlDialect.history_page_rows).
+        "), page(id, parent_id, depth, r, size, below) AS ("
+        " SELECT m.id, m.parent_id, m.depth, m.rowid, length(CAST(m.content AS BLOB)), 0 FROM threadloom_messages m"
         " WHERE m.session_id = :sid AND m.id = (SELECT id FROM near WHERE depth = (SELECT MIN(depth) FROM near))"
         " UNION ALL"
-        " SELECT m.id, m.parent_id, m.depth, m.content FROM threadloom_messages m JOIN page p"
-        " ON m.session_id = :sid AND m.id = p.parent_id WHERE p.depth > :first"
-        ") SELECT depth, id, size, content FROM ("
-        " SELECT depth, id, size, CASE WHEN SUM(size + 1) OVER (ORDER BY depth) <= :budget THEN content END AS content"
-        " FROM (SELECT depth, id, length(CAST(content AS BLOB)) AS size, content FROM page"
-        " WHERE depth >= :first AND depth <= :last) AS found) AS rows"
-        " UNION ALL SELECT -1, id, depth, NULL FROM threadloom_messages WHERE session_id = :sid AND id = :leaf"
-        " UNION ALL SELECT -2, id, seq, NULL FROM ("
+        " SELECT m.id, m.parent_id, m.depth, m.rowid, length(CAST(m.content AS BLOB)), p.below + p.size + 1"
+        " FROM threadloom_messages m JOIN page p ON m.session_id = :sid AND m.id = p.parent_id WHERE p.depth > :first"
+        ") SELECT depth, id, size, content, CASE WHEN json_valid(content) THEN json_type(content, '$.id') = 'text'"
+        " AND json_type(content, '$.role') = 'text' AND json_type(content, '$.parts') = 'array' ELSE 0 END FROM ("
+        " SELECT depth, id, size, CASE WHEN (SELECT SUM(size + 1) FROM page WHERE depth >= :first AND depth <= :last)"
+        " - below <= :budget THEN (SELECT content FROM threadloom_messages WHERE rowid = r) END AS content"
+        " FROM page WHERE depth >= :first AND depth <= :last LIMIT -1) AS rows"
+        " UNION ALL SELECT -1, id, depth, NULL, 0 FROM threadloom_messages WHERE session_id = :sid AND id = :leaf"
+        " UNION ALL SELECT -2, id, seq, NULL, 0 FROM ("
         "SELECT id, seq FROM down WHERE depth >= :hint AND id <> :leaf ORDER BY depth LIMIT 1)"
     )
     history_page_rows_at_head = ""  # the reader's transaction reads the head first (no round trip to save)
