@@ -66,23 +66,29 @@ def test_frozen_prompt_is_persisted_and_sticky_until_refresh(store: Any, make_st
 def test_first_freeze_wins_across_processes(make_store: Callable[[], Any]) -> None:
     # Two "processes" render different prompts concurrently; both must return the single stored one
     results: list[str] = []
-    barrier = threading.Barrier(2)
+    failures: list[BaseException] = []
+    barrier = threading.Barrier(2, timeout=60)  # a thread that fails before it arrives breaks it, never hangs it
 
     def freeze(text: str) -> None:
-        session = (
-            Session.create(make_store())
-            .for_session("race")
-            .with_context("soul", provider=StaticText(text))
-            .with_cached_prompt()
-        )
-        barrier.wait()
-        results.append(session.freeze_system_prompt())
+        try:
+            session = (
+                Session.create(make_store())
+                .for_session("race")
+                .with_context("soul", provider=StaticText(text))
+                .with_cached_prompt()
+            )
+            barrier.wait()
+            results.append(session.freeze_system_prompt())
+        except BaseException as error:  # reported below, with the thread's own traceback
+            barrier.abort()
+            failures.append(error)
 
     threads = [threading.Thread(target=freeze, args=(text,)) for text in ("first", "second")]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+    assert not failures, failures
     assert len(results) == 2 and results[0] == results[1]
 
 
