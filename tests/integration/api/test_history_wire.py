@@ -143,8 +143,6 @@ def test_a_text_called_wire_form_is_what_the_serializer_writes(value: dict[str, 
 
 
 def test_damaged_rows_are_skipped_as_before(runtime: Runtime) -> None:
-    if not isinstance(runtime.store, SqliteStore):
-        pytest.skip("the rows are damaged with SQLite statements")
     damaged = {"f5": '{"id": "f5", "role": "user", "parts": [', "f6": '{"a": 1}', "f7": "[1, 2]", "f8": ""}
     damaged |= {"f9": '{"id":"f9","role":"user","parts":{}}', "f10": '{"id":7,"role":"user","parts":[]}'}
     with runtime.store.database.write() as tx:
