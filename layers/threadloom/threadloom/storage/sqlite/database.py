@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from typing import TYPE_CHECKING, Final, Literal
 
 from threadloom.errors import (
@@ -101,7 +102,7 @@ class SqliteDatabase:
                 uri=_is_uri(path_or_connection),  # "file:...": SQLite's URI form (a shared in-memory database)
             )
             if not _in_memory(path_or_connection):
-                self._connection.execute("PRAGMA journal_mode=WAL")
+                _enter_wal(self._connection, busy_timeout)
                 self._connection.execute(f"PRAGMA synchronous={synchronous.upper()}")
         self._connection.isolation_level = None
         self._connection.execute(f"PRAGMA busy_timeout={round(busy_timeout * 1000)}")
@@ -249,3 +250,22 @@ def _is_uri(path: str) -> bool:
 def _in_memory(path: str) -> bool:
     """No file behind it (WAL and the sync mode do not apply)."""
     return path == ":memory:" or path.startswith("file::memory:") or (_is_uri(path) and "mode=memory" in path)
+
+
+def _enter_wal(connection: sqlite3.Connection, busy_timeout: float) -> None:
+    """Switch the file to WAL, waiting up to ``busy_timeout`` for another connection doing the same.
+
+    Two processes opening a new file at once both switch it: the switch needs the file to itself, and
+    SQLite answers "database is locked" at once rather than call the busy handler (waiting could
+    deadlock), so without a retry one store in three failed to open in that race. Once the file is in
+    WAL the switch is a no-op that takes no lock.
+    """
+    deadline = time.monotonic() + busy_timeout
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.005)
