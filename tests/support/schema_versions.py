@@ -15,8 +15,11 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
-def store_before(version: int, backend: str, tmp_path: Path) -> Iterator[Any]:
-    """Yield a store of ``backend`` migrated up to (not including) ``version``; closed and dropped after."""
+def store_before(version: int, backend: str, tmp_path: Path, *, auto_migrate: bool = True) -> Iterator[Any]:
+    """Yield a store of ``backend`` migrated up to (not including) ``version``; closed and dropped after.
+
+    ``auto_migrate=False`` (PostgreSQL): the store stays at that version until the test calls ``migrate()``.
+    """
     if backend == "sqlite":
         sqlite_store = SqliteStore(str(tmp_path / f"v{version}.db"))
         older = [m for m in load_migrations(sqlite_store.migrations_package) if m.version < version]
@@ -33,7 +36,7 @@ def store_before(version: int, backend: str, tmp_path: Path) -> Iterator[Any]:
 
     name = f"threadloom_test_v{version}_{os.getpid()}"
     create_database(name)
-    postgres_store = PostgresStore(url_for(name))
+    postgres_store = PostgresStore(url_for(name), auto_migrate=auto_migrate)
     apply_postgres_migrations(postgres_store.database, [m for m in postgres_migrations() if m.version < version])
     yield postgres_store
     postgres_store.close()

@@ -8,17 +8,16 @@ never mix them up.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from threadloom import PostgresStore, Session
-from threadloom.storage.postgres.schema import apply_postgres_migrations, postgres_migrations
 from threadloom.storage.postgres.sql import PostgresSql
 
 from tests.support.messages import text_message
-from tests.support.postgres import create_database, drop_database, url_for
+from tests.support.schema_versions import store_before
 
 pytestmark = pytest.mark.postgres
 
@@ -27,14 +26,9 @@ INDEXES = "SELECT indexname FROM pg_indexes WHERE tablename = 'threadloom_messag
 
 
 @pytest.fixture
-def store_at_version_23() -> Iterator[PostgresStore]:
-    name = f"threadloom_test_v23_children_{os.getpid()}"
-    create_database(name)
-    store = PostgresStore(url_for(name), auto_migrate=False)  # stays at version 23 until a test migrates it
-    apply_postgres_migrations(store.database, [m for m in postgres_migrations() if m.version < CHILDREN_BY_HASH])
-    yield store
-    store.close()
-    drop_database(name)
+def store_at_version_23(tmp_path: Path) -> Iterator[PostgresStore]:
+    """A database at version 23 that stays there until a test migrates it."""
+    yield from store_before(CHILDREN_BY_HASH, "postgres", tmp_path, auto_migrate=False)
 
 
 def answers(store: PostgresStore) -> dict[str, Any]:
