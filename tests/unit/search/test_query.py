@@ -304,3 +304,13 @@ def test_the_short_ascii_shortcut_keeps_at_most_256_positions_per_term() -> None
     text = "again " * 300
     assert to_tsvector_literal(text) == _tsvector_literal(text)
     assert to_tsvector_literal(text).count(",") == 255
+
+
+@pytest.mark.parametrize("count", [255, 256, 257])
+def test_the_short_ascii_shortcut_is_exact_on_both_sides_of_the_position_cap(count: int) -> None:
+    """Up to 256 terms positions are rendered as they come; past it the capped path keeps the first 256."""
+    from threadloom.search.query import _tsvector_literal
+
+    text = "again " * (count - 1) + "fox"
+    assert to_tsvector_literal(text) == _tsvector_literal(text)
+    assert to_tsvector_literal(text).endswith(f"'fox':{count}")

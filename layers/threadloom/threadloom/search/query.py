@@ -234,10 +234,27 @@ def _short_ascii_tsvector(text: str) -> str | None:
 
     Its terms are ``[0-9a-z]`` words (nothing to quote), it has fewer terms than the last exact
     position and cannot reach the size budget; only a term longer than a lexeme may hold, and
-    then the general path runs (None).
+    then the general path runs (None). With no more terms than a lexeme may keep positions
+    (nearly every message), no term can reach that cap, so each term's positions are kept as
+    their rendered text: a fifth less work than lists joined at the end.
     """
+    terms = tokenize(text)
+    if len(terms) > MAX_POSITIONS_PER_LEXEME:
+        return _capped_ascii_tsvector(terms)
+    rendered: dict[str, str] = {}
+    found = rendered.get
+    for index, term in enumerate(terms, start=1):
+        before = found(term)
+        rendered[term] = str(index) if before is None else f"{before},{index}"
+    if rendered and max(map(len, rendered)) > MAX_LEXEME_BYTES:
+        return None
+    return " ".join([f"'{term}':{where}" for term, where in rendered.items()])
+
+
+def _capped_ascii_tsvector(terms: list[str]) -> str | None:
+    """:func:`_short_ascii_tsvector` for many terms: a term keeps its first positions up to the cap."""
     positions: dict[str, list[int]] = {}
-    for index, token in enumerate(tokenize(text), start=1):
+    for index, token in enumerate(terms, start=1):
         found = positions.get(token)
         if found is None:
             positions[token] = [index]

@@ -143,6 +143,8 @@ class PostgresDatabase:
         #: Name statements on the connection and reuse them (``prepared.py``); off behind a pooler.
         self.prepared_statements = prepared_statements
         self._timeout_settings = self.timeouts.as_settings()
+        #: What the append functions are given to set themselves (:attr:`ServerTimeouts.lock_setting`).
+        self.lock_setting = self.timeouts.lock_setting
         self._begin_suffix = self.timeouts.begin_suffix()
         self._factory: ConnectionFactory | None = source if callable(source) else None
         self._connection: Connection | None = None if callable(source) else source

@@ -25,7 +25,7 @@ from struct import Struct
 from typing import TYPE_CHECKING, Any, Final
 
 import pg8000.native  # type: ignore[import-untyped]
-from pg8000.converters import make_params  # type: ignore[import-untyped]
+from pg8000.converters import make_param  # type: ignore[import-untyped]
 from pg8000.core import (  # type: ignore[import-untyped]
     EXECUTE_MSG,
     SYNC_MSG,
@@ -302,8 +302,7 @@ def _payload(
         payload = bytearray(_timeouts_messages(timeouts, encoding, cache_commit))
     for sql, params in statements:
         statement, make_values = compiled(sql)
-        values = make_params(connection.py_types, make_values(params))
-        encoded = [None if value is None else value.encode(encoding) for value in values]
+        encoded = _encoded(connection.py_types, make_values(params), encoding)
         name, first_use = prepared.name_for(statement) if prepared and plan_free(statement) else (None, False)
         if name is None:
             payload += parse_and_describe(statement, encoding)
@@ -315,6 +314,19 @@ def _payload(
         payload += EXECUTE_MSG
     payload += SYNC_MSG
     return payload
+
+
+def _encoded(py_types: Mapping[type, Any], values: Sequence[Any], encoding: str) -> list[bytes | None]:
+    """Each value in pg8000's text format, encoded; None for NULL.
+
+    Text is its own text format, so it skips pg8000's converter lookup (``make_param``), which
+    every other value still takes: most of an append's eleven values are text.
+    """
+    encoded: list[bytes | None] = []
+    for value in values:
+        text = value if value.__class__ is str else make_param(py_types, value)
+        encoded.append(None if text is None else text.encode(encoding))
+    return encoded
 
 
 def _prepared_setup(

@@ -226,7 +226,7 @@ class PostgresSessionProvider(SqlSessionProvider):
             parent_id=None if omitted else parent_id,
             expected_leaf_id=expected_leaf_id,
             created_at=utc_now(),
-            lock_timeout=database.timeouts.lock_setting,
+            lock_timeout=database.lock_setting,
         )
         if len(prepared) == 1:
             [item] = prepared
