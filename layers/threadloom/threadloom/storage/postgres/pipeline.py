@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from functools import lru_cache
+from operator import itemgetter
 from struct import Struct
 from typing import TYPE_CHECKING, Any, Final
 
@@ -95,9 +96,14 @@ def run_pipelined(
     statement, _ = compiled(sql)
     prepared = prepared_on(connection) if prepare else None
     context = Context(statement)
-    with _settled(prepared):
-        _send(connection, _payload(connection, [(sql, params)], timeouts, cache_commit=cache_commit, prepared=prepared))
+    if prepared is None:  # nothing to settle: no context manager on the common path
+        _send(connection, _payload(connection, [(sql, params)], timeouts, cache_commit=cache_commit))
         read_answer(connection, context)
+    else:
+        with _settled(prepared):
+            payload = _payload(connection, [(sql, params)], timeouts, cache_commit=cache_commit, prepared=prepared)
+            _send(connection, payload)
+            read_answer(connection, context)
     rows: list[list[Any]] | None = context.rows
     return rows
 
@@ -382,4 +388,42 @@ def compiled(sql: str) -> tuple[str, Callable[[Mapping[str, Any]], tuple[Any, ..
     a local round trip for our longer statements.
     """
     statement, make_values = pg8000.native.to_statement(sql)
-    return statement, make_values
+    names = _placeholder_names(make_values)
+    if names is None:
+        return statement, make_values
+    pick = itemgetter(*names)
+    single = len(names) == 1
+
+    def values_by_name(params: Mapping[str, Any]) -> tuple[Any, ...]:
+        """The bound values in ``$n`` order, picked in one C call; pg8000's loop says which name is missing."""
+        try:
+            picked = pick(params)
+        except KeyError:
+            return make_values(params)  # type: ignore[no-any-return]
+        return (picked,) if single else picked
+
+    return statement, values_by_name
+
+
+class _Recorder(dict[str, Any]):
+    """A mapping that notes which names are read from it, in order (and answers None for each)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[object] = []
+
+    def __getitem__(self, name: object) -> None:
+        self.names.append(name)
+
+
+def _placeholder_names(make_values: Callable[[Mapping[str, Any]], tuple[Any, ...]]) -> list[str] | None:
+    """The names pg8000's values function reads, in ``$n`` order; None if it reads any other way."""
+    recorder = _Recorder()
+    try:
+        make_values(recorder)
+    except Exception:  # anything unexpected: keep pg8000's function
+        return None
+    names = recorder.names
+    if not names or not all(isinstance(name, str) for name in names):
+        return None
+    return names  # type: ignore[return-value]

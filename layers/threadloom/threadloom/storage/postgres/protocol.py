@@ -22,6 +22,9 @@ _CLOSE: Final = b"C"
 _DESCRIBE: Final = b"D"
 _STATEMENT: Final = b"S"
 _PORTAL: Final = b"P"
+#: No format codes: every parameter (in Bind's first list) and every result column (its last) is text.
+_NO_FORMAT_CODES: Final = (0).to_bytes(2, "big")
+_NULL_LENGTH: Final = (-1).to_bytes(4, "big", signed=True)
 
 
 def message(code: bytes, data: bytes | bytearray) -> bytes:
@@ -87,14 +90,19 @@ def typed_parameters(statement: str) -> tuple[str, list[int]]:
 
 
 def bind(values: Sequence[bytes | None], statement_name: bytes = b"") -> bytes:
-    data = bytearray(_UNNAMED + statement_name + _UNNAMED + (0).to_bytes(2, "big") + len(values).to_bytes(2, "big"))
+    """Bind the unnamed portal to ``statement_name`` with ``values`` in text format, results in text."""
+    parts = [_UNNAMED, statement_name, _UNNAMED, _NO_FORMAT_CODES, len(values).to_bytes(2, "big")]
+    append = parts.append
     for value in values:
         if value is None:
-            data += (-1).to_bytes(4, "big", signed=True)
+            append(_NULL_LENGTH)
         else:
-            data += len(value).to_bytes(4, "big") + value
-    data += (0).to_bytes(2, "big")
-    return message(BIND, data)
+            append(len(value).to_bytes(4, "big"))
+            append(value)
+    append(_NO_FORMAT_CODES)
+    data = b"".join(parts)
+    code: bytes = BIND
+    return code + (len(data) + 4).to_bytes(4, "big") + data
 
 
 def close_statement(name: bytes) -> bytes:
