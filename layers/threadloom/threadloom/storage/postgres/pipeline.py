@@ -399,8 +399,10 @@ def compiled(sql: str) -> tuple[str, Callable[[Mapping[str, Any]], tuple[Any, ..
         try:
             picked = pick(params)
         except KeyError:
-            return make_values(params)  # type: ignore[no-any-return]
-        return (picked,) if single else picked
+            pass  # pg8000's function raises its own error, outside this handler
+        else:
+            return (picked,) if single else picked
+        return make_values(params)  # type: ignore[no-any-return]
 
     return statement, values_by_name
 
