@@ -21,11 +21,9 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from functools import lru_cache
-from operator import itemgetter
 from struct import Struct
 from typing import TYPE_CHECKING, Any, Final
 
-import pg8000.native  # type: ignore[import-untyped]
 from pg8000.converters import make_param  # type: ignore[import-untyped]
 from pg8000.core import (  # type: ignore[import-untyped]
     EXECUTE_MSG,
@@ -40,6 +38,7 @@ from threadloom.storage.postgres.prepared import plan_free, prepared_on
 from threadloom.storage.postgres.protocol import (
     bind,
     close_statement,
+    compiled,
     describe_portal,
     parse,
     parse_and_describe,
@@ -47,7 +46,7 @@ from threadloom.storage.postgres.protocol import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping, Sequence
+    from collections.abc import Iterator, Mapping, Sequence
 
     from threadloom.storage.postgres.connection import Connection
     from threadloom.storage.postgres.prepared import PreparedStatements
@@ -378,54 +377,3 @@ def _timeouts_messages(timeouts: tuple[str, str], encoding: str, cache_commit: b
 def _cache_commit_messages(encoding: str) -> bytes:
     execute: bytes = EXECUTE_MSG
     return parse(CACHE_COMMIT_SQL, encoding) + bind([]) + execute
-
-
-@lru_cache(maxsize=512)
-def compiled(sql: str) -> tuple[str, Callable[[Mapping[str, Any]], tuple[Any, ...]]]:
-    """pg8000's translation of ``:name`` placeholders to ``$n``, cached per statement text.
-
-    Connection.run redoes it character by character on every call, which costs more than
-    a local round trip for our longer statements.
-    """
-    statement, make_values = pg8000.native.to_statement(sql)
-    names = _placeholder_names(make_values)
-    if names is None:
-        return statement, make_values
-    pick = itemgetter(*names)
-    single = len(names) == 1
-
-    def values_by_name(params: Mapping[str, Any]) -> tuple[Any, ...]:
-        """The bound values in ``$n`` order, picked in one C call; pg8000's loop says which name is missing."""
-        try:
-            picked = pick(params)
-        except KeyError:
-            pass  # pg8000's function raises its own error, outside this handler
-        else:
-            return (picked,) if single else picked
-        return make_values(params)  # type: ignore[no-any-return]
-
-    return statement, values_by_name
-
-
-class _Recorder(dict[str, Any]):
-    """A mapping that notes which names are read from it, in order (and answers None for each)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.names: list[object] = []
-
-    def __getitem__(self, name: object) -> None:
-        self.names.append(name)
-
-
-def _placeholder_names(make_values: Callable[[Mapping[str, Any]], tuple[Any, ...]]) -> list[str] | None:
-    """The names pg8000's values function reads, in ``$n`` order; None if it reads any other way."""
-    recorder = _Recorder()
-    try:
-        make_values(recorder)
-    except Exception:  # anything unexpected: keep pg8000's function
-        return None
-    names = recorder.names
-    if not names or not all(isinstance(name, str) for name in names):
-        return None
-    return names  # type: ignore[return-value]

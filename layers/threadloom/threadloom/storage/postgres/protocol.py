@@ -1,4 +1,5 @@
-"""The frontend messages of PostgreSQL's extended query protocol that the pipeline sends, encoded.
+"""The frontend messages of PostgreSQL's extended query protocol that the pipeline sends, encoded,
+and each statement's text and bound values in the order those messages carry them.
 
 Parse, Bind, Describe and Close, byte for byte as the protocol documents them, so that
 ``pipeline.py`` can put several statements and one Sync in one write. A statement's Parse never
@@ -10,12 +11,14 @@ from __future__ import annotations
 import re
 from collections import Counter
 from functools import lru_cache
-from typing import TYPE_CHECKING, Final
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any, Final
 
+import pg8000.native  # type: ignore[import-untyped]
 from pg8000.core import BIND, NULL_BYTE, PARSE  # type: ignore[import-untyped]
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
 _UNNAMED: Final = b"\x00"
 _CLOSE: Final = b"C"
@@ -116,3 +119,54 @@ def describe_portal() -> bytes:
 
 
 _DESCRIBE_PORTAL: Final = message(_DESCRIBE, _PORTAL + _UNNAMED)
+
+
+@lru_cache(maxsize=512)
+def compiled(sql: str) -> tuple[str, Callable[[Mapping[str, Any]], tuple[Any, ...]]]:
+    """pg8000's translation of ``:name`` placeholders to ``$n``, cached per statement text.
+
+    Connection.run redoes it character by character on every call, which costs more than
+    a local round trip for our longer statements.
+    """
+    statement, make_values = pg8000.native.to_statement(sql)
+    names = _placeholder_names(make_values)
+    if names is None:
+        return statement, make_values
+    pick = itemgetter(*names)
+    single = len(names) == 1
+
+    def values_by_name(params: Mapping[str, Any]) -> tuple[Any, ...]:
+        """The bound values in ``$n`` order, picked in one C call; pg8000's loop says which name is missing."""
+        try:
+            picked = pick(params)
+        except KeyError:
+            pass  # pg8000's function raises its own error, outside this handler
+        else:
+            return (picked,) if single else picked
+        return make_values(params)  # type: ignore[no-any-return]
+
+    return statement, values_by_name
+
+
+class _Recorder(dict[str, Any]):
+    """A mapping that notes which names are read from it, in order (and answers None for each)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[object] = []
+
+    def __getitem__(self, name: object) -> None:
+        self.names.append(name)
+
+
+def _placeholder_names(make_values: Callable[[Mapping[str, Any]], tuple[Any, ...]]) -> list[str] | None:
+    """The names pg8000's values function reads, in ``$n`` order; None if it reads any other way."""
+    recorder = _Recorder()
+    try:
+        make_values(recorder)
+    except Exception:  # anything unexpected: keep pg8000's function
+        return None
+    names = recorder.names
+    if not names or not all(isinstance(name, str) for name in names):
+        return None
+    return names  # type: ignore[return-value]
