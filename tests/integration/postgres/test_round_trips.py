@@ -146,6 +146,42 @@ def test_an_append_with_events_and_the_compaction_check_is_one_round_trip(runtim
     assert "threadloom_append_message(" in sql and timeouts is None, sent_timeouts
 
 
+def test_an_append_through_the_api_is_three_round_trips_and_one_flush(runtime: Runtime) -> None:
+    """The tenant's session check, the append, then the activity stamp as one statement that skips the flush.
+
+    The stamp used to be a transaction of its own (START TRANSACTION with the timeouts, a read of the
+    session, the UPDATE, COMMIT): four round trips and a second flush behind every append.
+    """
+    from threadloom.api.models import AppendIn
+    from threadloom.api.use_cases.messages import append
+
+    manager = runtime.manager("tenant")
+    session_id = manager.create("through the api").id
+    manager.get_session(session_id).freeze_system_prompt()
+    before = manager.get(session_id)
+    run = database_module.run_pipelined
+    durable: list[tuple[str, bool]] = []
+
+    def recorded(connection: Any, sql: str, params: Any, **options: Any) -> Any:
+        durable.append((sql.split(maxsplit=1)[0], not options.get("cache_commit")))
+        return run(connection, sql, params, **options)
+
+    body = AppendIn.model_validate({"message": text_message("via-http")})
+    with RoundTrips().counting() as sent, pytest.MonkeyPatch.context() as patch:
+        patch.setattr(database_module, "run_pipelined", recorded)
+        result, inserted = append(manager, session_id, body, runtime.limits)
+    assert inserted and result.id == "via-http"
+    assert len(sent) == 3, sent
+    assert [kind for kind, _ in durable] == ["SELECT", "SELECT", "UPDATE"], durable
+    assert [flushed for _, flushed in durable] == [True, True, False], durable
+    after = manager.get(session_id)
+    assert before is not None and after is not None
+    assert after.updated_at >= before.updated_at and after.updated_at != before.updated_at
+    # a stamp for a session of another tenant changes nothing and says so
+    assert runtime.manager("other")._registry.touch(session_id) is False
+    assert manager.get(session_id) == after
+
+
 def test_a_history_page_after_the_first_is_one_round_trip_with_the_session_check(runtime: Runtime) -> None:
     from threadloom.api.paging import decode_cursor
     from threadloom.api.use_cases import history as service

@@ -160,18 +160,22 @@ class SqlSessionRegistry:
             single_value=True,
         )
 
-    def _update(self, statement: str, session_id: str, **values: object) -> bool:
-        with self._database.write() as tx:
-            if self._get(tx, session_id) is None:
-                return False
-            tx.execute(statement, {"namespace": self.namespace, "id": session_id, "now": utc_now(), **values})
-        return True
+    def _update(self, statement: str, session_id: str, *, durable: bool = True, **values: object) -> bool:
+        """One statement (one round trip) that finds the session in this namespace and changes it: False if none."""
+        params = {"namespace": self.namespace, "id": session_id, "now": utc_now(), **values}
+        return bool(self._database.execute_once(statement, params, durable=durable))
 
     def rename(self, session_id: str, name: str) -> bool:
         return self._update(self._sql.rename_session, session_id, name=name)
 
     def touch(self, session_id: str) -> bool:
-        return self._update(self._sql.touch_session, session_id)
+        """Stamp a write's activity (listing order, the retention clock) after the write itself committed.
+
+        The stamp commits without waiting for the disk flush, as the cached prompt does: a server
+        crash in the moment after it can lose the last stamp (the message it follows is durable),
+        and an append through the API then costs one flush instead of two.
+        """
+        return self._update(self._sql.touch_session, session_id, durable=False)
 
     def add_usage(
         self, session_id: str, input_tokens: int, output_tokens: int, cost: float, *, limits: Limits = DEFAULT_LIMITS

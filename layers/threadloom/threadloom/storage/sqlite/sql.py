@@ -541,11 +541,11 @@ class SqliteSql(SqlDialect):
     )
     rename_session = (
         "UPDATE threadloom_sessions SET name = :name, updated_at = :now, "
-        f"activity_seq = {_NEXT_ACTIVITY} WHERE namespace = :namespace AND id = :id"
+        f"activity_seq = {_NEXT_ACTIVITY} WHERE namespace = :namespace AND id = :id RETURNING id"
     )
     touch_session = (
         f"UPDATE threadloom_sessions SET updated_at = :now, activity_seq = {_NEXT_ACTIVITY} "
-        "WHERE namespace = :namespace AND id = :id"
+        "WHERE namespace = :namespace AND id = :id RETURNING id"
     )
     add_usage = (
         "UPDATE threadloom_sessions SET input_tokens = input_tokens + :input_tokens, "
@@ -556,7 +556,7 @@ class SqliteSql(SqlDialect):
     end_session = (
         "UPDATE threadloom_sessions SET end_reason = :reason, updated_at = :now, "
         f"activity_seq = {_NEXT_ACTIVITY} "
-        "WHERE namespace = :namespace AND id = :id"
+        "WHERE namespace = :namespace AND id = :id RETURNING id"
     )
     delete_session = "DELETE FROM threadloom_sessions WHERE namespace = :namespace AND id = :id"
     set_legal_hold = "UPDATE threadloom_sessions SET legal_hold = :hold WHERE namespace = :namespace AND id = :id"
