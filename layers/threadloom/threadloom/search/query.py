@@ -234,13 +234,14 @@ def _short_ascii_tsvector(text: str) -> str | None:
 
     Its terms are ``[0-9a-z]`` words (nothing to quote), it has fewer terms than the last exact
     position and cannot reach the size budget; only a term longer than a lexeme may hold, and
-    then the general path runs (None). With no more terms than a lexeme may keep positions
-    (nearly every message), no term can reach that cap, so each term's positions are kept as
-    their rendered text: a fifth less work than lists joined at the end.
+    then the general path runs (None). It handles texts of at most as many terms as a lexeme may
+    keep positions (nearly every message; the general path caps longer ones), so no term can reach
+    that cap and each term's positions are kept as their rendered text: a fifth less work than
+    lists joined at the end.
     """
     terms = tokenize(text)
     if len(terms) > MAX_POSITIONS_PER_LEXEME:
-        return _capped_ascii_tsvector(terms)
+        return None
     rendered: dict[str, str] = {}
     found = rendered.get
     for index, term in enumerate(terms, start=1):
@@ -249,24 +250,6 @@ def _short_ascii_tsvector(text: str) -> str | None:
     if rendered and max(map(len, rendered)) > MAX_LEXEME_BYTES:
         return None
     return " ".join([f"'{term}':{where}" for term, where in rendered.items()])
-
-
-def _capped_ascii_tsvector(terms: list[str]) -> str | None:
-    """:func:`_short_ascii_tsvector` for many terms: a term keeps its first positions up to the cap."""
-    positions: dict[str, list[int]] = {}
-    for index, token in enumerate(terms, start=1):
-        found = positions.get(token)
-        if found is None:
-            positions[token] = [index]
-        else:
-            found.append(index)
-    if positions and max(map(len, positions)) > MAX_LEXEME_BYTES:
-        return None
-    cap = MAX_POSITIONS_PER_LEXEME
-    return " ".join(
-        f"'{token}':{','.join(map(str, where if len(where) <= cap else where[:cap]))}"
-        for token, where in positions.items()
-    )
 
 
 def pg_lexeme(token: str) -> str:
