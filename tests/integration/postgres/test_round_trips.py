@@ -16,6 +16,7 @@ from threadloom.api.runtime import Runtime, Settings
 from threadloom.errors import SessionNotFoundError
 from threadloom.storage.postgres import database as database_module
 from threadloom.storage.postgres.database import PostgresDatabase
+from threadloom.tokens import estimate_message_tokens, estimate_string_tokens
 
 from tests.support.messages import text_message
 
@@ -144,6 +145,29 @@ def test_an_append_with_events_and_the_compaction_check_is_one_round_trip(runtim
     # and no timeouts statement goes ahead of it: the append function sets its own lock timeout (0012, 0013)
     [(sql, timeouts)] = sent_timeouts
     assert "threadloom_append_message(" in sql and timeouts is None, sent_timeouts
+
+
+def test_appends_to_a_session_whose_prompt_is_never_frozen_ask_for_it_once(runtime: Runtime) -> None:
+    """The estimate after an append renders the blocks; it used to ask the prompt store again after every append.
+
+    An agent that keeps its messages here and builds its prompt elsewhere never freezes one. Its
+    first append in a process reads the absent prompt and the blocks together (one round trip),
+    and every later append is the append alone.
+    """
+    manager = runtime.manager("tenant")
+    session = manager.get_session(manager.create("never frozen").id)
+    with RoundTrips().counting() as sent:
+        first = session.append_message(text_message("first", "hello there"))
+    assert len(sent) == 2, sent
+    assert sent[1].startswith("TOGETHER SELECT unnest(threadloom_read_when_missi"), sent
+    for index in range(3):
+        with RoundTrips().counting() as sent:
+            later = session.append_message(text_message(f"later-{index}", "and again"))
+        assert len(sent) == 1 and "threadloom_append_message(" in sent[0], sent
+    # the estimate is still the history's tokens plus the rendered prompt's
+    prompt = session.blocks.system_prompt_for_estimate()
+    assert prompt and first.token_estimate is not None and later.token_estimate is not None
+    assert later.token_estimate == estimate_message_tokens(session.get_history()) + estimate_string_tokens(prompt)
 
 
 def test_an_append_through_the_api_is_three_round_trips_and_one_flush(runtime: Runtime) -> None:

@@ -188,6 +188,8 @@ class ContextBlocks:
         self._snapshot: str | None = None
         #: The stored frozen prompt as last read or written here (the estimate reuses it).
         self._frozen: str | None = None
+        #: Whether the estimate found no stored prompt: later estimates render the blocks without asking again.
+        self._estimate_found_none = False
         # Where the persisted loaded-skill ids come from: read on first use, since most requests
         # (an append, a history page, the prompt) never look at them (a round trip on PostgreSQL).
         self._read_loaded_skills = loaded_skills
@@ -664,17 +666,22 @@ class ContextBlocks:
         """The prompt as a token estimate should see it; never persists anything.
 
         The frozen prompt this object read or wrote is remembered, so the estimate after
-        every append does not re-read the prompt store (a round trip on PostgreSQL).
+        every append does not re-read the prompt store (a round trip on PostgreSQL). So is
+        its absence: a session whose prompt is never frozen has its blocks rendered (read
+        with the store, in one round trip, the first time), not the store asked again
+        after every append. A prompt another process freezes later is what this render
+        would have been unless the blocks changed there, and the figure is an estimate.
         """
         if self._snapshot is not None:
             return self._snapshot
         if self._frozen is not None:
             return self._frozen
-        if self.prompt_store is not None:
-            stored = self.prompt_store.get()
+        if self.prompt_store is not None and not self._estimate_found_none:
+            stored = self._read_stored_prompt(self.prompt_store)
             if stored is not None:
                 self._frozen = stored
                 return stored
+            self._estimate_found_none = True
         self.ensure_loaded()
         return render_prompt(self._blocks.values())
 
