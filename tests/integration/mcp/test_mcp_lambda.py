@@ -86,8 +86,13 @@ def test_a_session_named_in_the_url_binds_the_context_tools() -> None:
 def test_refusals_are_tool_errors_the_model_can_read() -> None:
     async def scenario() -> None:
         async with lambda_client("user-123") as client:
-            missing = await client.call_tool("append_message", {"sessionId": "nope", "message": message("x", "u", "")})
+            missing = await client.call_tool(
+                "append_message", {"sessionId": "nope", "message": message("x", "user", "hello")}
+            )
             assert missing.is_error and text_of(missing) == "Session 'nope' not found"
+            # a message that breaks the rules is refused as such, before the session is looked up
+            invalid = await client.call_tool("append_message", {"sessionId": "nope", "message": message("x", "u", "")})
+            assert invalid.is_error and "role 'u'" in text_of(invalid)
             bad = await client.call_tool("append_message", {"sessionId": "s-demo", "message": {"role": "user"}})
             assert bad.is_error and "message.id: Field required" in text_of(bad)
             unbound = await client.call_tool("read_history", {})

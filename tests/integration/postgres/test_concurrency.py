@@ -196,3 +196,50 @@ def test_compaction_running_while_appends_continue_hides_nothing_it_did_not_read
     assert covered and covered <= summarized
     assert set(raw) - covered <= visible
     assert all(message_id in visible or message_id in covered for message_id in appended)
+
+
+def test_manager_appends_racing_a_delete_never_deadlock_and_leave_nothing_behind(
+    make_store: Callable[[], Any],
+) -> None:
+    """A manager's append locks the session's row, then its head; deleting the session takes them in that order too.
+
+    Four writers, each with its own connection, append to one session while a fifth deletes it after
+    a few of their appends. Every append either lands before the delete (and is erased with it) or
+    is refused as not found; none fails otherwise (a deadlock, 40P01, would surface as a StorageError),
+    and nothing of the session is left afterwards. Ten rounds.
+    """
+    from threadloom import SessionManager
+    from threadloom.errors import SessionNotFoundError
+
+    managers = [SessionManager.create(make_store(), namespace="tenant") for _ in range(5)]
+    for round_number in range(10):
+        session_id = managers[0].create(f"doomed-{round_number}").id
+        started = threading.Event()
+        refused: list[int] = []
+
+        def worker(
+            index: int,
+            session_id: str = session_id,
+            started: threading.Event = started,
+            refused: list[int] = refused,
+        ) -> None:
+            if index == 4:
+                started.wait(5)
+                assert managers[4].delete(session_id)
+                return
+            for step in range(40):
+                try:
+                    managers[index].append_message(session_id, text_message(f"r{index}-{step}"))
+                except SessionNotFoundError:
+                    refused.append(index)
+                    return
+                if step == 3:
+                    started.set()
+
+        assert run_threads(5, worker) == []
+        assert refused, "the delete came after every append: the race was not exercised"
+        database = make_store().database
+        for table in ("threadloom_messages", "threadloom_session_heads"):
+            rows = database.query_once(f"SELECT COUNT(*) FROM {table} WHERE session_id = :sid", {"sid": session_id})
+            assert rows == [[0]], (table, rows)
+        assert managers[0].get(session_id) is None

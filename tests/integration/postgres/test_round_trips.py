@@ -170,11 +170,11 @@ def test_appends_to_a_session_whose_prompt_is_never_frozen_ask_for_it_once(runti
     assert later.token_estimate == estimate_message_tokens(session.get_history()) + estimate_string_tokens(prompt)
 
 
-def test_an_append_through_the_api_is_three_round_trips_and_one_flush(runtime: Runtime) -> None:
-    """The tenant's session check, the append, then the activity stamp as one statement that skips the flush.
+def test_an_append_through_the_api_is_one_round_trip_that_checks_and_stamps_the_session(runtime: Runtime) -> None:
+    """The tenant's session check, the append and the activity stamp are one call of one function (0026).
 
-    The stamp used to be a transaction of its own (START TRANSACTION with the timeouts, a read of the
-    session, the UPDATE, COMMIT): four round trips and a second flush behind every append.
+    They were three round trips (the check, the append, then the stamp), and before that six (the stamp was a
+    transaction of its own, with a second flush).
     """
     from threadloom.api.models import AppendIn
     from threadloom.api.use_cases.messages import append
@@ -187,23 +187,29 @@ def test_an_append_through_the_api_is_three_round_trips_and_one_flush(runtime: R
     durable: list[tuple[str, bool]] = []
 
     def recorded(connection: Any, sql: str, params: Any, **options: Any) -> Any:
-        durable.append((sql.split(maxsplit=1)[0], not options.get("cache_commit")))
+        durable.append((sql[:60], not options.get("cache_commit")))
         return run(connection, sql, params, **options)
 
     body = AppendIn.model_validate({"message": text_message("via-http")})
     with RoundTrips().counting() as sent, pytest.MonkeyPatch.context() as patch:
         patch.setattr(database_module, "run_pipelined", recorded)
         result, inserted = append(manager, session_id, body, runtime.limits)
-    assert inserted and result.id == "via-http"
-    assert len(sent) == 3, sent
-    assert [kind for kind, _ in durable] == ["SELECT", "SELECT", "UPDATE"], durable
-    assert [flushed for _, flushed in durable] == [True, True, False], durable
+    assert inserted and result.id == "via-http" and result.token_estimate > 0
+    assert len(sent) == 1 and "threadloom_append_registered_message(" in sent[0], sent
+    assert [flushed for _, flushed in durable] == [True], durable  # the stamp is as durable as the message
     after = manager.get(session_id)
     assert before is not None and after is not None
     assert after.updated_at >= before.updated_at and after.updated_at != before.updated_at
-    # a stamp for a session of another tenant changes nothing and says so
-    assert runtime.manager("other")._registry.touch(session_id) is False
+    assert manager.get_message_count(session_id) == 1
+    # another tenant's append to it is refused in the same one round trip, and writes nothing
+    other = runtime.manager("other")
+    foreign = AppendIn.model_validate({"message": text_message("from-elsewhere")})
+    with RoundTrips().counting() as sent, pytest.raises(SessionNotFoundError):
+        append(other, session_id, foreign, runtime.limits)
+    assert len(sent) == 1, sent
     assert manager.get(session_id) == after
+    assert manager.get_session(session_id).get_message("from-elsewhere") is None
+    assert session_id not in other._sessions  # nothing kept for an id that is not the tenant's
 
 
 def test_a_history_page_after_the_first_is_one_round_trip_with_the_session_check(runtime: Runtime) -> None:

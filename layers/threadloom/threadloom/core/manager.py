@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 from threadloom.core.keys import LEGACY_KEYED_SESSION_NAMESPACE
 from threadloom.core.session import Session
-from threadloom.errors import NotFoundError, ValidationError
+from threadloom.errors import NotFoundError, SessionNotFoundError, ValidationError
 from threadloom.limits import DEFAULT_LIMITS, Limits, check_text
 from threadloom.records import OMITTED, Omitted
 from threadloom.tools.session_search import build_session_search_tool, format_history_results
@@ -418,10 +418,35 @@ class SessionManager:
     # --------------------------------------------------------------- messages
 
     def append(self, session_id: str, message: Message, parent_id: str | Omitted | None = OMITTED) -> str:
-        self._require(session_id)
-        result = self.get_session(session_id).append_message(message, parent_id)
-        self._touch(session_id)
-        return result.id
+        return self.append_message(session_id, message, parent_id).id
+
+    def append_message(
+        self,
+        session_id: str,
+        message: Message,
+        parent_id: str | Omitted | None = OMITTED,
+        *,
+        expected_leaf_id: str | None = None,
+    ) -> AppendResult:
+        """Append to a session of this namespace and stamp its activity, a retry's too (else ``NotFoundError``).
+
+        On the SQL stores the check, the stamp and the append are one transaction (one round
+        trip on PostgreSQL), so a session deleted meanwhile gets nothing; another storage checks
+        first and stamps after, in three steps.
+        """
+        if not isinstance(session_id, str):
+            raise NotFoundError(f"Session {session_id!r} not found")
+        session = self.get_session(session_id)
+        if not session.checks_registry:
+            self._require(session_id)
+            result = session.append_message(message, parent_id, expected_leaf_id=expected_leaf_id)
+            self._touch(session_id)
+            return result
+        try:
+            return session.append_message(message, parent_id, expected_leaf_id=expected_leaf_id, registered=True)
+        except SessionNotFoundError:
+            self._sessions.pop(session_id, None)  # an id that is not this namespace's keeps nothing cached
+            raise
 
     def upsert(self, session_id: str, message: Message, parent_id: str | Omitted | None = OMITTED) -> str:
         """Update the message if its id is stored, else append it."""

@@ -25,6 +25,7 @@ from threadloom.core.events import EventEmitter
 from threadloom.core.skills import reclaim_loaded_skill
 from threadloom.errors import CompactionError, ConflictError, ThreadloomError, ValidationError
 from threadloom.limits import DEFAULT_LIMITS, Limits, check_text
+from threadloom.providers.protocols import RegistryCheckedSessionProvider
 from threadloom.records import (
     BLOCK_SCOPES,
     OMITTED,
@@ -99,6 +100,7 @@ class Session:
         self._events = EventEmitter()
         self._ready = False
         self._storage: Any = None
+        self._checks_registry = False
         self._blocks: ContextBlocks | None = None
         self._skill_state: Any = None
         self._warned_noop = False
@@ -247,6 +249,7 @@ class Session:
         elif self._cached_prompt is not None:
             prompt_store = self._cached_prompt
         self._storage = store.session_provider(self.session_id) if store is not None else self._explicit_provider
+        self._checks_registry = isinstance(self._storage, RegistryCheckedSessionProvider)
         self._skill_state = store.skill_state(self.session_id) if store is not None else None
         self._blocks = ContextBlocks(
             configs,
@@ -280,6 +283,12 @@ class Session:
         return BlockChange(source="tool", session_id=self.session_id or None, message_ids=message_ids)
 
     @property
+    def checks_registry(self) -> bool:
+        """Whether ``append_message(..., registered=True)`` can check and stamp the registry (the SQL stores)."""
+        self._ensure_ready()
+        return self._checks_registry
+
+    @property
     def storage(self) -> SessionProvider:
         """The session provider in use (after lazy init)."""
         self._ensure_ready()
@@ -308,11 +317,16 @@ class Session:
         parent_id: str | Omitted | None = OMITTED,
         *,
         expected_leaf_id: str | None = None,
+        registered: bool = False,
     ) -> AppendResult:
         """Store a message. Omitted parent: the latest leaf; ``None``: a new root; a string: that parent.
 
         Re-sending an id already stored is a no-op (``inserted=False``). With
         ``expected_leaf_id`` the append fails with :class:`ConflictError` if the leaf moved.
+        With ``registered`` (a :class:`SessionManager`'s append) the storage also stamps the
+        session's activity in its namespace's registry, in the append's own transaction, and
+        refuses with :class:`SessionNotFoundError` (nothing written) when the namespace does not
+        hold the session; the storage must offer it (:attr:`checks_registry`).
         """
         self.limits.check_message(message)
         if isinstance(parent_id, str):
@@ -321,7 +335,15 @@ class Session:
             self._check_reference(expected_leaf_id, "expected leaf id")
         if not self._ready:
             self._ensure_ready()
-        result: AppendResult = self._storage.append_message(message, parent_id, expected_leaf_id=expected_leaf_id)
+        result: AppendResult
+        if registered:
+            if not self.checks_registry:
+                raise ValidationError("This session's storage cannot check the session registry in an append")
+            result = self._storage.append_message(
+                message, parent_id, expected_leaf_id=expected_leaf_id, registered_in=self.namespace
+            )
+        else:
+            result = self._storage.append_message(message, parent_id, expected_leaf_id=expected_leaf_id)
         # A new message is the latest leaf (D2), so its running estimate is the history's.
         estimate = self._emit_status("idle", leaf_tokens=result.path_tokens if result.inserted else None)
         if result.inserted:

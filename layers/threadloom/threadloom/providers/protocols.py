@@ -117,6 +117,26 @@ class SessionProvider(Protocol):
     def get_compactions(self) -> list[StoredCompaction]: ...
 
 
+@runtime_checkable
+class RegistryCheckedSessionProvider(Protocol):
+    """A session provider whose append can check and stamp the session registry in its own transaction.
+
+    A manager's append then needs no read of the registry before it and no stamp after it (the SQL
+    stores: one round trip on PostgreSQL instead of three).
+    """
+
+    def append_message(
+        self,
+        message: Message,
+        parent_id: Any = ...,
+        *,
+        expected_leaf_id: str | None = None,
+        registered_in: str | None = None,
+    ) -> AppendResult: ...
+
+    def stamp_registered(self, tx: Any, namespace: str) -> None: ...
+
+
 class SearchableSessionProvider(SessionProvider, Protocol):
     """A session provider that also offers full-text search over its messages."""
 
@@ -162,6 +182,7 @@ __all__ = [
     "ContextProvider",
     "HistoryCopyingSessionProvider",
     "ReadChannel",
+    "RegistryCheckedSessionProvider",
     "SearchProvider",
     "SearchableSessionProvider",
     "SessionProvider",

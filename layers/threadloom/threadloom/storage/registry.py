@@ -213,10 +213,14 @@ class SqlSessionRegistry:
         return self._update(self._sql.end_session, session_id, reason=reason)
 
     def delete(self, session_id: str) -> bool:
-        """Erase the session and everything derived from it (contract D12), in one transaction."""
+        """Erase the session and everything derived from it (contract D12), in one transaction.
+
+        The session's row is locked first, before its head row: the order in which a manager's
+        append (which stamps the row) takes them, so the two cannot deadlock.
+        """
         sid = {"sid": session_id}
         with self._database.write() as tx:
-            if self._get(tx, session_id) is None:
+            if not tx.query(self._sql.lock_session, {"namespace": self.namespace, "id": session_id}):
                 return False
             if self._sql.unindex_session:
                 tx.execute(self._sql.unindex_session, sid)

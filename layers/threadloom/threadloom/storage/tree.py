@@ -76,6 +76,15 @@ class SqlSessionProvider:
     def _params(self, **values: Any) -> dict[str, Any]:
         return {"sid": self.session_id, **values}
 
+    def stamp_registered(self, tx: Executor, namespace: str) -> None:
+        """Stamp the session's activity in ``namespace``'s registry, first in an append's transaction.
+
+        The registry row is locked before the head row, the order a session's deletion takes them in.
+        """
+        params = {"namespace": namespace, "id": self.session_id, "now": utc_now()}
+        if not tx.query(self._sql.touch_session, params):
+            raise session_not_found(self.session_id)
+
     # ------------------------------------------------------------------ reads
 
     def get_message(self, message_id: str) -> Message | None:
@@ -245,10 +254,18 @@ class SqlSessionProvider:
         parent_id: str | Omitted | None = OMITTED,
         *,
         expected_leaf_id: str | None = None,
+        registered_in: str | None = None,
     ) -> AppendResult:
-        """Insert ``message`` under the head lock; a message id already stored is a no-op (first write wins)."""
+        """Insert ``message`` under the head lock; a message id already stored is a no-op (first write wins).
+
+        With ``registered_in`` the append is a manager's: in the same transaction it stamps the
+        session's activity in that namespace's registry, and refuses (``SessionNotFoundError``,
+        nothing written) when the namespace does not hold the session.
+        """
         prepared = _PreparedMessage(message)
         with self._database.write() as tx:
+            if registered_in is not None:
+                self.stamp_registered(tx, registered_in)
             leaf_id, next_seq = self._lock_head(tx)
             targets = self._compaction_targets(tx)
             result = self._insert(
@@ -749,6 +766,11 @@ class _CopyPlan:
         return [
             (position, _PreparedMessage({**summary, "id": new_ids[position]})) for position, summary in self._summaries
         ]
+
+
+def session_not_found(session_id: str) -> SessionNotFoundError:
+    """The refusal of a manager's append to a session its namespace does not hold (as the manager words it)."""
+    return SessionNotFoundError(f"Session {session_id!r} not found")
 
 
 def leaf_moved(expected_leaf_id: str, leaf_id: str | None) -> ConflictError:

@@ -39,14 +39,15 @@ def append(manager: SessionManager, session_id: str, body: AppendIn, limits: Lim
     A chain reports where its first message attached (``parentId``) and whether any of
     its messages was new (``inserted``); its ``expectedLeafId`` is checked under the write lock.
     """
-    session = require_session(manager, session_id)
     if (body.message is None) == (body.messages is None):
         raise ValidationError("Send exactly one of 'message' or 'messages'")
     parent: str | Omitted | None = body.parent_id if "parent_id" in body.model_fields_set else OMITTED
     if body.message is not None:
-        result = session.append_message(body.message.as_message(), parent, expected_leaf_id=body.expected_leaf_id)
-        if result.inserted:
-            manager._touch(session_id)
+        # The tenant's check and the activity stamp go with the append (one round trip on PostgreSQL).
+        result = manager.append_message(
+            session_id, body.message.as_message(), parent, expected_leaf_id=body.expected_leaf_id
+        )
+        session = manager.get_session(session_id)
         estimate = result.token_estimate if result.token_estimate is not None else session.estimate_tokens()
         out = AppendOut(
             id=result.id,
@@ -56,6 +57,7 @@ def append(manager: SessionManager, session_id: str, body: AppendIn, limits: Lim
             token_threshold=session.token_threshold,
         )
         return out, result.inserted
+    session = require_session(manager, session_id)
     messages = [item.as_message() for item in body.messages or []]
     if len(messages) > limits.max_chain_messages:
         raise ValidationError(f"A chain holds at most {limits.max_chain_messages} messages per request")

@@ -662,6 +662,14 @@ class PostgresSql(SqlDialect):
         "CAST(:parent_id AS text), CAST(:expected_leaf_id AS text), CAST(:created_at AS timestamptz), "
         "CAST(:lock_timeout AS text))"
     )
+    # The same append, only while the namespace's registry holds the session, whose activity it stamps (0026).
+    append_one_registered = (
+        "SELECT threadloom_append_registered_message(CAST(:namespace AS text), "
+        "CAST(:sid AS text), CAST(:id AS text), CAST(:role AS text), CAST(:content AS text), "
+        "CAST(:tokens AS bigint), CAST(:vector AS text), CAST(:parent_omitted AS boolean), "
+        "CAST(:parent_id AS text), CAST(:expected_leaf_id AS text), CAST(:created_at AS timestamptz), "
+        "CAST(:lock_timeout AS text))"
+    )
     raw_path = (
         "WITH RECURSIVE path(id, parent_id, content, depth) AS ("
         f" SELECT id, parent_id, content, depth FROM threadloom_messages WHERE session_id = :sid AND id = {_LEAF}"

@@ -35,7 +35,7 @@ from threadloom.storage.history_pages import HistoryPageReader
 from threadloom.storage.postgres.connection import sqlstate
 from threadloom.storage.postgres.sql import PostgresSql
 from threadloom.storage.registry import SqlSessionRegistry, _session_info
-from threadloom.storage.tree import SqlSessionProvider, _child_page, _PreparedMessage
+from threadloom.storage.tree import SqlSessionProvider, _child_page, _PreparedMessage, session_not_found
 
 if TYPE_CHECKING:
     import builtins
@@ -191,11 +191,14 @@ class PostgresSessionProvider(SqlSessionProvider):
         parent_id: str | Omitted | None = OMITTED,
         *,
         expected_leaf_id: str | None = None,
+        registered_in: str | None = None,
     ) -> AppendResult:
         prepared = _PreparedMessage(message)
-        rows = self._call_append([prepared], parent_id, expected_leaf_id)
+        rows = self._call_append([prepared], parent_id, expected_leaf_id, registered_in)
         if rows is None:
-            return super().append_message(message, parent_id, expected_leaf_id=expected_leaf_id)
+            return super().append_message(
+                message, parent_id, expected_leaf_id=expected_leaf_id, registered_in=registered_in
+            )
         return _append_result(rows[0])
 
     def append_chain(
@@ -216,9 +219,17 @@ class PostgresSessionProvider(SqlSessionProvider):
         return [_append_result(row) for row in rows]
 
     def _call_append(
-        self, prepared: list[_PreparedMessage], parent_id: str | Omitted | None, expected_leaf_id: str | None
+        self,
+        prepared: list[_PreparedMessage],
+        parent_id: str | Omitted | None,
+        expected_leaf_id: str | None,
+        registered_in: str | None = None,
     ) -> list[list[Any]] | None:
-        """Run the append function; rows of (id, parent, inserted, path tokens), or None: "take the shared path"."""
+        """Run the append function; rows of (id, parent, inserted, path tokens), or None: "take the shared path".
+
+        With ``registered_in`` (one message) the function stamps the session's registry row in that
+        namespace first and appends only if it is there (migration 0026).
+        """
         omitted = isinstance(parent_id, Omitted)
         database = self._database
         common: Params = self._params(
@@ -231,6 +242,9 @@ class PostgresSessionProvider(SqlSessionProvider):
         if len(prepared) == 1:
             [item] = prepared
             sql = PostgresSql.append_one
+            if registered_in is not None:
+                sql = PostgresSql.append_one_registered
+                common["namespace"] = registered_in
             params: Params = {
                 **common,
                 "id": item.id,
@@ -266,7 +280,9 @@ class PostgresSessionProvider(SqlSessionProvider):
                 raise NotFoundError(f"Parent message {parent!r} not found in session {self.session_id!r}") from None
             raise
         if len(prepared) == 1:  # threadloom_append_message's 't' | 'f', path tokens, then ':' and the parent if any
-            answer: str = rows[0][0]
+            answer: str | None = rows[0][0]
+            if answer is None:  # threadloom_append_registered_message: not this namespace's session
+                raise session_not_found(self.session_id)
             path_tokens, has_parent, parent = answer[1:].partition(":")
             return [[prepared[0].id, parent if has_parent else None, answer[0] == "t", path_tokens]]
         return rows

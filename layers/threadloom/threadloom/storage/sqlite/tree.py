@@ -50,11 +50,14 @@ class SqliteSessionProvider(SqlSessionProvider):
         parent_id: str | Omitted | None = OMITTED,
         *,
         expected_leaf_id: str | None = None,
+        registered_in: str | None = None,
     ) -> AppendResult:
         """Insert ``message`` under the write lock; a message id already stored is a no-op (first write wins).
 
         Statements bind by position and go straight to the connection: the message's own
         values were checked by :class:`_PreparedMessage`, the two other strings are checked here.
+        With ``registered_in`` the session's registry row is stamped in the same transaction, after
+        the memo is checked (the stamp's own change is counted when it commits) and before the row.
         """
         prepared = _PreparedMessage(message)
         explicit = not isinstance(parent_id, Omitted)
@@ -76,6 +79,8 @@ class SqliteSessionProvider(SqlSessionProvider):
                     last = None
             else:
                 last = None
+            if registered_in is not None:
+                self.stamp_registered(tx, registered_in)
             head: _Head | None = None
             if last is not None and (expected_leaf_id is None or expected_leaf_id == last.leaf.parent_id):
                 if not explicit or requested_parent == last.leaf.parent_id:
