@@ -184,3 +184,37 @@ def test_a_storage_without_the_check_is_checked_first_and_stamped_after(make_sto
     # and a Session asked for the check over such a provider says it cannot
     with pytest.raises(ValidationError, match="cannot check the session registry"):
         manager.get_session(session_id).append_message(text_message("m2", "hello"), registered=True)
+
+
+@pytest.mark.parametrize("guarded", [False, True], ids=["chain", "guarded-chain"])
+def test_a_chain_is_checked_and_stamped_in_its_transaction(make_store: Callable[[], Any], guarded: bool) -> None:
+    """``append_chain`` and ``append_all``; a guarded chain (``expected_leaf_id``) takes the shared path."""
+    manager = _manager(make_store)
+    session_id = manager.create("chained").id
+    manager.create("newer")
+    guard = {"expected_leaf_id": None}
+    results = manager.append_chain(session_id, [text_message("c1", "one"), text_message("c2", "two")], **guard)
+    assert [result.id for result in results] == ["c1", "c2"] and all(result.inserted for result in results)
+    assert _first_listed(manager) == session_id
+    manager.create("newest")
+    if guarded:
+        guard = {"expected_leaf_id": "c2"}
+    again = manager.append_chain(session_id, [text_message("c3", "three")], **guard)
+    assert again[0].parent_id == "c2"
+    assert _first_listed(manager) == session_id
+    assert manager.append_all(session_id, [text_message("c4", "four")]) == "c4"
+    assert _ids(manager, session_id) == ["c1", "c2", "c3", "c4"]
+    stamped = manager.get(session_id)
+    intruder = _manager(make_store, "intruder")
+    for chain in ([text_message("x1", "planted"), text_message("x2", "planted")], []):
+        with pytest.raises(SessionNotFoundError):
+            intruder.append_chain(session_id, chain, **guard)
+        with pytest.raises(SessionNotFoundError):
+            intruder.append_all(session_id, chain)
+    assert _ids(manager, session_id) == ["c1", "c2", "c3", "c4"]
+    assert manager.get(session_id) == stamped
+    assert manager.append_chain(session_id, []) == []  # an empty chain of one's own session: nothing, but found
+    assert _manager(make_store).delete(session_id)
+    with pytest.raises(SessionNotFoundError):
+        manager.append_chain(session_id, [text_message("c5", "late")])
+    assert Session.create(make_store()).for_session(session_id).get_history() == []

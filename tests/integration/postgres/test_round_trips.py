@@ -212,6 +212,32 @@ def test_an_append_through_the_api_is_one_round_trip_that_checks_and_stamps_the_
     assert session_id not in other._sessions  # nothing kept for an id that is not the tenant's
 
 
+def test_a_chain_through_the_api_is_one_round_trip_too(runtime: Runtime) -> None:
+    """A turn's user and assistant messages in one request: one call of threadloom_append_registered_within."""
+    from threadloom.api.models import AppendIn
+    from threadloom.api.use_cases.messages import append
+
+    manager = runtime.manager("tenant")
+    session_id = manager.create("a turn at a time").id
+    manager.get_session(session_id).freeze_system_prompt()
+    body = AppendIn.model_validate({"messages": [text_message("asked"), text_message("answered")]})
+    run = database_module.run_pipelined
+    statements: list[str] = []
+
+    def recorded(connection: Any, sql: str, params: Any, **options: Any) -> Any:
+        statements.append(sql)
+        return run(connection, sql, params, **options)
+
+    with RoundTrips().counting() as sent, pytest.MonkeyPatch.context() as patch:
+        patch.setattr(database_module, "run_pipelined", recorded)
+        result, inserted = append(manager, session_id, body, runtime.limits)
+    assert inserted and result.ids == ["asked", "answered"]
+    assert len(sent) == 1 and "threadloom_append_registered_within(" in statements[0], statements
+    with RoundTrips().counting() as sent, pytest.raises(SessionNotFoundError):
+        append(runtime.manager("other"), session_id, body, runtime.limits)
+    assert len(sent) == 1, sent
+
+
 def test_a_history_page_after_the_first_is_one_round_trip_with_the_session_check(runtime: Runtime) -> None:
     from threadloom.api.paging import decode_cursor
     from threadloom.api.use_cases import history as service

@@ -11,7 +11,7 @@ operation; each method is short.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from threadloom.core.keys import LEGACY_KEYED_SESSION_NAMESPACE
 from threadloom.core.session import Session
@@ -19,6 +19,8 @@ from threadloom.errors import NotFoundError, SessionNotFoundError, ValidationErr
 from threadloom.limits import DEFAULT_LIMITS, Limits, check_text
 from threadloom.records import OMITTED, Omitted
 from threadloom.tools.session_search import build_session_search_tool, format_history_results
+
+_Appended = TypeVar("_Appended")
 
 if TYPE_CHECKING:
     import builtins
@@ -428,22 +430,31 @@ class SessionManager:
         *,
         expected_leaf_id: str | None = None,
     ) -> AppendResult:
-        """Append to a session of this namespace and stamp its activity, a retry's too (else ``NotFoundError``).
+        """Append to a session of this namespace and stamp its activity, a retry's too (else ``NotFoundError``)."""
+        return self._append_registered(
+            session_id,
+            lambda session, registered: session.append_message(
+                message, parent_id, expected_leaf_id=expected_leaf_id, registered=registered
+            ),
+        )
 
-        On the SQL stores the check, the stamp and the append are one transaction (one round
-        trip on PostgreSQL), so a session deleted meanwhile gets nothing; another storage checks
-        first and stamps after, in three steps.
+    def _append_registered(self, session_id: str, append: Callable[[Session, bool], _Appended]) -> _Appended:
+        """Run ``append(session, registered)`` so that it checks the session is this namespace's and stamps it.
+
+        On the SQL stores the check, the stamp and the append are one transaction (one round trip
+        on PostgreSQL), so a session deleted meanwhile gets nothing; over another storage the
+        session is checked first and stamped after, in three steps.
         """
         if not isinstance(session_id, str):
             raise NotFoundError(f"Session {session_id!r} not found")
         session = self.get_session(session_id)
         if not session.checks_registry:
             self._require(session_id)
-            result = session.append_message(message, parent_id, expected_leaf_id=expected_leaf_id)
+            result = append(session, False)
             self._touch(session_id)
             return result
         try:
-            return session.append_message(message, parent_id, expected_leaf_id=expected_leaf_id, registered=True)
+            return append(session, True)
         except SessionNotFoundError:
             self._sessions.pop(session_id, None)  # an id that is not this namespace's keeps nothing cached
             raise
@@ -464,12 +475,11 @@ class SessionManager:
         self, session_id: str, messages: builtins.list[Message], parent_id: str | Omitted | None = OMITTED
     ) -> str | None:
         """Append a chain atomically; an omitted parent attaches to the latest leaf (D10)."""
-        self._require(session_id)
         if not isinstance(messages, list):
             raise ValidationError("messages must be a list")
-        last = self.get_session(session_id).append_messages(messages, parent_id)
-        self._touch(session_id)
-        return last
+        return self._append_registered(
+            session_id, lambda session, registered: session.append_messages(messages, parent_id, registered=registered)
+        )
 
     def append_chain(
         self,
@@ -480,11 +490,12 @@ class SessionManager:
         expected_leaf_id: str | None = None,
     ) -> builtins.list[AppendResult]:
         """Like :meth:`append_all`, with one result per message and an optional stale-leaf guard."""
-        self._require(session_id)
-        results = self.get_session(session_id).append_chain(messages, parent_id, expected_leaf_id=expected_leaf_id)
-        if any(result.inserted for result in results):
-            self._touch(session_id)
-        return results
+        return self._append_registered(
+            session_id,
+            lambda session, registered: session.append_chain(
+                messages, parent_id, expected_leaf_id=expected_leaf_id, registered=registered
+            ),
+        )
 
     def get_history(self, session_id: str, leaf_id: str | None = None) -> builtins.list[Message]:
         self._require(session_id)

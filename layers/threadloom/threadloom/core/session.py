@@ -288,6 +288,10 @@ class Session:
         self._ensure_ready()
         return self._checks_registry
 
+    def _require_registry_check(self) -> None:
+        if not self._checks_registry:
+            raise ValidationError("This session's storage cannot check the session registry in an append")
+
     @property
     def storage(self) -> SessionProvider:
         """The session provider in use (after lazy init)."""
@@ -337,8 +341,7 @@ class Session:
             self._ensure_ready()
         result: AppendResult
         if registered:
-            if not self.checks_registry:
-                raise ValidationError("This session's storage cannot check the session registry in an append")
+            self._require_registry_check()
             result = self._storage.append_message(
                 message, parent_id, expected_leaf_id=expected_leaf_id, registered_in=self.namespace
             )
@@ -355,9 +358,11 @@ class Session:
             return AppendResult(result.id, result.parent_id, result.inserted, result.path_tokens, estimate)
         return replace(result, token_estimate=estimate)
 
-    def append_messages(self, messages: list[Message], parent_id: str | Omitted | None = OMITTED) -> str | None:
+    def append_messages(
+        self, messages: list[Message], parent_id: str | Omitted | None = OMITTED, *, registered: bool = False
+    ) -> str | None:
         """Append a chain in one transaction where the backend allows it; returns the last id (D10)."""
-        results = self.append_chain(messages, parent_id)
+        results = self.append_chain(messages, parent_id, registered=registered)
         return results[-1].id if results else (None if isinstance(parent_id, Omitted) else parent_id)
 
     def append_chain(
@@ -366,11 +371,13 @@ class Session:
         parent_id: str | Omitted | None = OMITTED,
         *,
         expected_leaf_id: str | None = None,
+        registered: bool = False,
     ) -> list[AppendResult]:
         """Append a chain atomically: one result per message, the first one's ``parent_id`` where it attached.
 
         With ``expected_leaf_id`` the chain is refused (:class:`ConflictError`) when the
-        latest leaf moved; the check runs under the same lock as the write.
+        latest leaf moved; the check runs under the same lock as the write. ``registered``:
+        as for :meth:`append_message` (an empty chain is checked and stamps too).
         """
         if not isinstance(messages, list):
             raise ValidationError("messages must be a list")
@@ -381,7 +388,12 @@ class Session:
         self._ensure_ready()
         storage = self._storage
         results: list[AppendResult] = []
-        if callable(getattr(storage, "append_chain", None)):
+        if registered:
+            self._require_registry_check()
+            results = storage.append_chain(
+                messages, parent_id, expected_leaf_id=expected_leaf_id, registered_in=self.namespace
+            )
+        elif callable(getattr(storage, "append_chain", None)):
             results = storage.append_chain(messages, parent_id, expected_leaf_id=expected_leaf_id)
         else:
             parent = parent_id

@@ -134,6 +134,15 @@ class RegistryCheckedSessionProvider(Protocol):
         registered_in: str | None = None,
     ) -> AppendResult: ...
 
+    def append_chain(
+        self,
+        messages: list[Message],
+        parent_id: Any = ...,
+        *,
+        expected_leaf_id: str | None = None,
+        registered_in: str | None = None,
+    ) -> list[AppendResult]: ...
+
     def stamp_registered(self, tx: Any, namespace: str) -> None: ...
 
 

@@ -287,6 +287,7 @@ class SqlSessionProvider:
         parent_id: str | Omitted | None = OMITTED,
         *,
         expected_leaf_id: str | None = None,
+        registered_in: str | None = None,
     ) -> list[AppendResult]:
         """Append ``messages`` as one chain in one transaction (all or nothing); one result per message.
 
@@ -294,10 +295,13 @@ class SqlSessionProvider:
         next one hangs under the previous. An id already stored is skipped but still
         chains, as in the reference. ``expected_leaf_id`` is compared with the leaf
         read under the head lock, before the chain's first insert, exactly as for one append.
+        ``registered_in``: as for :meth:`append_message`, even for an empty chain.
         """
         prepared = [_PreparedMessage(message) for message in messages]
         results: list[AppendResult] = []
         with self._database.write() as tx:
+            if registered_in is not None:
+                self.stamp_registered(tx, registered_in)
             leaf_id, next_seq = self._lock_head(tx)
             targets = self._compaction_targets(tx)
             parent: str | Omitted | None = parent_id

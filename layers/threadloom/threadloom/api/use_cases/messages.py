@@ -42,8 +42,8 @@ def append(manager: SessionManager, session_id: str, body: AppendIn, limits: Lim
     if (body.message is None) == (body.messages is None):
         raise ValidationError("Send exactly one of 'message' or 'messages'")
     parent: str | Omitted | None = body.parent_id if "parent_id" in body.model_fields_set else OMITTED
+    # The tenant's check and the activity stamp go with the append (one round trip on PostgreSQL).
     if body.message is not None:
-        # The tenant's check and the activity stamp go with the append (one round trip on PostgreSQL).
         result = manager.append_message(
             session_id, body.message.as_message(), parent, expected_leaf_id=body.expected_leaf_id
         )
@@ -57,11 +57,11 @@ def append(manager: SessionManager, session_id: str, body: AppendIn, limits: Lim
             token_threshold=session.token_threshold,
         )
         return out, result.inserted
-    session = require_session(manager, session_id)
     messages = [item.as_message() for item in body.messages or []]
     if len(messages) > limits.max_chain_messages:
         raise ValidationError(f"A chain holds at most {limits.max_chain_messages} messages per request")
     results = manager.append_chain(session_id, messages, parent, expected_leaf_id=body.expected_leaf_id)
+    session = manager.get_session(session_id)
     inserted = any(result.inserted for result in results)
     last_estimate = results[-1].token_estimate if results else None
     out = AppendOut(

@@ -646,6 +646,15 @@ class PostgresSql(SqlDialect):
         "CAST(:parent_id AS text), CAST(:expected_leaf_id AS text), CAST(:created_at AS timestamptz), "
         "CAST(:lock_timeout AS text))"
     )
+    # The same chain, only while the namespace's registry holds the session, whose activity it stamps (0026).
+    append_registered = (
+        "SELECT out_id, out_parent_id, out_inserted, out_path_tokens FROM threadloom_append_registered_within("
+        "CAST(:namespace AS text), "
+        "CAST(:sid AS text), CAST(:ids AS text[]), CAST(:roles AS text[]), CAST(:contents AS text[]), "
+        "CAST(:tokens AS bigint[]), CAST(:vectors AS text[]), CAST(:parent_omitted AS boolean), "
+        "CAST(:parent_id AS text), CAST(:expected_leaf_id AS text), CAST(:created_at AS timestamptz), "
+        "CAST(:lock_timeout AS text))"
+    )
     # The history and its overlays in one round trip (one snapshot), two narrow columns: path rows are
     # (depth, message); when overlays exist one extra row (-1, JSON array of [id, summary, from, to,
     # created_at] in seq order) carries them. Left unsorted on purpose: sorting wide rows server-side can

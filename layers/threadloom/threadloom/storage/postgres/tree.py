@@ -207,15 +207,18 @@ class PostgresSessionProvider(SqlSessionProvider):
         parent_id: str | Omitted | None = OMITTED,
         *,
         expected_leaf_id: str | None = None,
+        registered_in: str | None = None,
     ) -> list[AppendResult]:
         # The one-statement function checks the expected leaf before every insert, which only fits a single
         # message; a guarded chain takes the shared path, which checks it once under the head lock.
         if not messages or expected_leaf_id is not None:
-            return super().append_chain(messages, parent_id, expected_leaf_id=expected_leaf_id)
+            return super().append_chain(
+                messages, parent_id, expected_leaf_id=expected_leaf_id, registered_in=registered_in
+            )
         prepared = [_PreparedMessage(message) for message in messages]
-        rows = self._call_append(prepared, parent_id, None)
+        rows = self._call_append(prepared, parent_id, None, registered_in)
         if rows is None:
-            return super().append_chain(messages, parent_id)
+            return super().append_chain(messages, parent_id, registered_in=registered_in)
         return [_append_result(row) for row in rows]
 
     def _call_append(
@@ -227,8 +230,8 @@ class PostgresSessionProvider(SqlSessionProvider):
     ) -> list[list[Any]] | None:
         """Run the append function; rows of (id, parent, inserted, path tokens), or None: "take the shared path".
 
-        With ``registered_in`` (one message) the function stamps the session's registry row in that
-        namespace first and appends only if it is there (migration 0026).
+        With ``registered_in`` the function stamps the session's registry row in that namespace first
+        and appends only if it is there (migration 0026).
         """
         omitted = isinstance(parent_id, Omitted)
         database = self._database
@@ -255,6 +258,9 @@ class PostgresSessionProvider(SqlSessionProvider):
             }
         else:
             sql = PostgresSql.append
+            if registered_in is not None:
+                sql = PostgresSql.append_registered
+                common["namespace"] = registered_in
             params = {
                 **common,
                 "ids": [item.id for item in prepared],
@@ -285,6 +291,8 @@ class PostgresSessionProvider(SqlSessionProvider):
                 raise session_not_found(self.session_id)
             path_tokens, has_parent, parent = answer[1:].partition(":")
             return [[prepared[0].id, parent if has_parent else None, answer[0] == "t", path_tokens]]
+        if not rows and registered_in is not None:  # threadloom_append_registered_within: not this namespace's
+            raise session_not_found(self.session_id)
         return rows
 
 

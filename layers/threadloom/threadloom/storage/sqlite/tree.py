@@ -134,11 +134,14 @@ class SqliteSessionProvider(SqlSessionProvider):
         parent_id: str | Omitted | None = OMITTED,
         *,
         expected_leaf_id: str | None = None,
+        registered_in: str | None = None,
     ) -> list[AppendResult]:
         """The shared chain append; its messages count towards the next batch of the search index."""
         database = self._database
         with database.write():
-            results = super().append_chain(messages, parent_id, expected_leaf_id=expected_leaf_id)
+            results = super().append_chain(
+                messages, parent_id, expected_leaf_id=expected_leaf_id, registered_in=registered_in
+            )
             after_appends(database, sum(result.inserted for result in results))
         return results
 

@@ -40,3 +40,37 @@ BEGIN
                                      p_parent_id, p_expected_leaf_id, p_created_at, NULL);
 END
 $$;
+
+-- The same for a chain: threadloom_append_within (0012) after the stamp, or no row at all when the namespace
+-- does not hold the session (a chain sent here always has a message, so no row means "not found").
+CREATE FUNCTION threadloom_append_registered_within(
+    p_namespace        TEXT,
+    p_session_id       TEXT,
+    p_ids              TEXT[],
+    p_roles            TEXT[],
+    p_contents         TEXT[],
+    p_tokens           BIGINT[],
+    p_vectors          TEXT[],
+    p_parent_omitted   BOOLEAN,
+    p_parent_id        TEXT,
+    p_expected_leaf_id TEXT,
+    p_created_at       TIMESTAMPTZ,
+    p_lock_timeout     TEXT
+) RETURNS TABLE (out_id TEXT, out_parent_id TEXT, out_inserted BOOLEAN, out_path_tokens BIGINT)
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    IF p_lock_timeout IS NOT NULL THEN
+        PERFORM set_config('lock_timeout', p_lock_timeout, true);
+    END IF;
+    UPDATE threadloom_sessions s SET updated_at = p_created_at,
+        activity_seq = (SELECT COALESCE(MAX(a.activity_seq), 0) + 1 FROM threadloom_sessions a
+                        WHERE a.namespace = p_namespace)
+        WHERE s.namespace = p_namespace AND s.id = p_session_id;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    RETURN QUERY SELECT w.out_id, w.out_parent_id, w.out_inserted, w.out_path_tokens
+        FROM threadloom_append_within(p_session_id, p_ids, p_roles, p_contents, p_tokens, p_vectors,
+                                      p_parent_omitted, p_parent_id, p_expected_leaf_id, p_created_at, NULL) w;
+END
+$$;
