@@ -218,3 +218,21 @@ def test_a_chain_is_checked_and_stamped_in_its_transaction(make_store: Callable[
     with pytest.raises(SessionNotFoundError):
         manager.append_chain(session_id, [text_message("c5", "late")])
     assert Session.create(make_store()).for_session(session_id).get_history() == []
+
+
+def test_upsert_appends_with_the_check_and_rewrites_an_id_already_stored(make_store: Callable[[], Any]) -> None:
+    """What an agent framework's session manager calls for every message it saves (the Strands adapter)."""
+    manager = _manager(make_store)
+    session_id = manager.create("saved message by message").id
+    assert manager.upsert(session_id, text_message("u1", "first draft")) == "u1"
+    assert manager.upsert(session_id, text_message("a1", "answer")) == "a1"
+    manager.create("newer")
+    assert manager.upsert(session_id, text_message("u1", "second draft")) == "u1"
+    stored = manager.get_session(session_id).get_message("u1")
+    assert stored is not None and stored["parts"][0]["text"] == "second draft"
+    assert _ids(manager, session_id) == ["u1", "a1"]
+    assert _first_listed(manager) == session_id
+    with pytest.raises(SessionNotFoundError):
+        _manager(make_store, "intruder").upsert(session_id, text_message("u1", "overwritten"))
+    stored = manager.get_session(session_id).get_message("u1")
+    assert stored is not None and stored["parts"][0]["text"] == "second draft"

@@ -238,6 +238,17 @@ def test_a_chain_through_the_api_is_one_round_trip_too(runtime: Runtime) -> None
     assert len(sent) == 1, sent
 
 
+def test_an_upsert_of_a_new_message_is_one_round_trip(runtime: Runtime) -> None:
+    """The Strands adapter saves every message with upsert: it was four round trips (check, read, append, stamp)."""
+    manager = runtime.manager("tenant")
+    session_id = manager.create("saved one by one").id
+    manager.get_session(session_id).freeze_system_prompt()
+    manager.upsert(session_id, text_message("first"))
+    with RoundTrips().counting() as sent:
+        manager.upsert(session_id, text_message("second"))
+    assert len(sent) == 1, sent
+
+
 def test_a_history_page_after_the_first_is_one_round_trip_with_the_session_check(runtime: Runtime) -> None:
     from threadloom.api.paging import decode_cursor
     from threadloom.api.use_cases import history as service

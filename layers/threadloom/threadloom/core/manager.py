@@ -460,16 +460,16 @@ class SessionManager:
             raise
 
     def upsert(self, session_id: str, message: Message, parent_id: str | Omitted | None = OMITTED) -> str:
-        """Update the message if its id is stored, else append it."""
-        self._require(session_id)
-        session = self.get_session(session_id)
-        message_id = message.get("id") if isinstance(message, dict) else None
-        if isinstance(message_id, str) and session.get_message(message_id) is not None:
-            session.update_message(message)
-        else:
-            session.append_message(message, parent_id)
-        self._touch(session_id)
-        return str(message["id"])
+        """Update the message if its id is stored, else append it.
+
+        The append goes first (with the session's check and stamp, one round trip on PostgreSQL):
+        an agent framework that saves every message this way mostly saves new ones. Only an id
+        already stored (the append a no-op) is then rewritten.
+        """
+        result = self.append_message(session_id, message, parent_id)
+        if not result.inserted:
+            self.get_session(session_id).update_message(message)
+        return result.id
 
     def append_all(
         self, session_id: str, messages: builtins.list[Message], parent_id: str | Omitted | None = OMITTED
