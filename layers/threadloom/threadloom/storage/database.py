@@ -24,6 +24,10 @@ class Executor(Protocol):
 
     def execute(self, sql: str, params: Params | None = None) -> None: ...
 
+    def execute_all(self, statements: Sequence[tuple[str, Params]]) -> None:
+        """Run statements that return no rows, in order (on PostgreSQL many to a round trip)."""
+        ...
+
 
 class Database(Protocol):
     """A connection (or connection factory) that hands out transactional executors."""

@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from threadloom.limits import Limits
-    from threadloom.storage.database import Database, Executor
+    from threadloom.storage.database import Database, Executor, Params
     from threadloom.storage.dialect import SqlDialect
     from threadloom.storage.snapshot import CompactionRow, MessageRow
 
@@ -687,7 +687,10 @@ class SqlSessionProvider:
         """Recompute depth and path_tokens below ``roots`` after the tree or an overlay changed.
 
         A node's estimate is its parent's plus its own tokens, unless it is the end of
-        some overlay; only then is its history rebuilt and measured.
+        some overlay; only then is its history rebuilt and measured. A pass's rows are written
+        together (``execute_all``, many to a round trip on PostgreSQL: an edit of an early message
+        in a 10,000-message session took 10,000 round trips, about 2 s), parents before children,
+        before the next pass reads them.
         """
         targets = self._compaction_targets(tx)
         done: set[str] = set()
@@ -701,6 +704,7 @@ class SqlSessionProvider:
             if root in done:
                 continue
             computed: dict[str, tuple[int, int]] = {}
+            estimates: list[tuple[str, Params]] = []
             for node, parent, tokens in tx.query(self._sql.subtree, self._params(root=root)):
                 if node in done:
                     continue
@@ -717,8 +721,9 @@ class SqlSessionProvider:
                 else:
                     path_tokens = base[1] + int(tokens)
                 computed[node] = (depth, path_tokens)
-                tx.execute(self._sql.set_estimate, self._params(id=node, depth=depth, path_tokens=path_tokens))
+                estimates.append((self._sql.set_estimate, self._params(id=node, depth=depth, path_tokens=path_tokens)))
                 done.add(node)
+            tx.execute_all(estimates)
 
 
 class _PreparedMessage:

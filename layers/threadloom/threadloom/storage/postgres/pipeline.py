@@ -113,19 +113,21 @@ def run_pipelined_together(
     *,
     timeouts: tuple[str, str] | None = None,
     prepare: bool = False,
+    rows: bool = True,
 ) -> list[list[list[Any]]]:
     """Run several row-returning statements in one round trip; one list of rows per statement, in order.
 
     They run in one implicit transaction (one Sync), each with its own snapshot under READ
     COMMITTED, as if sent one by one. If one fails the server skips the rest and the error is
     raised once everything up to ReadyForQuery was read, so the connection stays usable.
+    ``rows=False``: statements that return none (the answer is then empty).
     """
     prepared = prepared_on(connection) if prepare else None
     context = _ResultPerStatement(statements[0][0] if statements else "")
     with _settled(prepared):
         _send(connection, _payload(connection, statements, timeouts, prepared=prepared))
         read_answer(connection, context)
-    if len(context.results) != len(statements):
+    if rows and len(context.results) != len(statements):
         raise InterfaceError(f"expected {len(statements)} results, the server described {len(context.results)}")
     return context.results
 

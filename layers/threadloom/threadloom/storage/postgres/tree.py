@@ -39,6 +39,7 @@ from threadloom.storage.tree import SqlSessionProvider, _child_page, _PreparedMe
 
 if TYPE_CHECKING:
     import builtins
+    from collections.abc import Sequence
 
     from threadloom.storage.database import Params, Row
     from threadloom.storage.postgres.database import PostgresDatabase
@@ -306,6 +307,9 @@ class _OneStatementReads:
         return self._database.query_once(sql, params)  # type: ignore[return-value]
 
     def execute(self, sql: str, params: Params | None = None) -> None:
+        raise StorageError("A one-statement reader does not write")
+
+    def execute_all(self, statements: Sequence[tuple[str, Params]]) -> None:
         raise StorageError("A one-statement reader does not write")
 
 

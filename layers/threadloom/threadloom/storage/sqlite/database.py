@@ -53,6 +53,10 @@ class SqliteExecutor:
         except sqlite3.Error as error:
             raise translate_sqlite_error(error, self._busy_timeout) from error
 
+    def execute_all(self, statements: Sequence[tuple[str, Params]]) -> None:
+        for sql, params in statements:
+            self.execute(sql, params)
+
 
 def translate_sqlite_error(error: sqlite3.Error, busy_timeout: float) -> ThreadloomError:
     """The same error types PostgreSQL's driver failures become (see the PostgreSQL database)."""
