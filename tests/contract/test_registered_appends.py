@@ -236,3 +236,22 @@ def test_upsert_appends_with_the_check_and_rewrites_an_id_already_stored(make_st
         _manager(make_store, "intruder").upsert(session_id, text_message("u1", "overwritten"))
     stored = manager.get_session(session_id).get_message("u1")
     assert stored is not None and stored["parts"][0]["text"] == "second draft"
+
+
+def test_refused_ids_leave_nothing_cached_in_the_manager(make_store: Callable[[], Any]) -> None:
+    """A manager builds a session object before its append checks the id: a refused one is dropped again."""
+    manager = _manager(make_store)
+    session_id = manager.create("kept").id
+    manager.append_message(session_id, text_message("m1", "hello"))
+    for refused, error in (("no-such-session", SessionNotFoundError), ("nul\x00id", ValidationError)):
+        with pytest.raises(error):
+            manager.append_message(refused, text_message("x1", "planted"))
+        assert refused not in manager._sessions
+    # an invalid message for a known session keeps it cached; a deleted session is dropped
+    with pytest.raises(ValidationError):
+        manager.append_message(session_id, {"id": "bad", "role": "nobody", "parts": []})
+    assert session_id in manager._sessions
+    assert _manager(make_store).delete(session_id)
+    with pytest.raises(SessionNotFoundError):
+        manager.append_message(session_id, text_message("m2", "late"))
+    assert session_id not in manager._sessions

@@ -447,6 +447,7 @@ class SessionManager:
         """
         if not isinstance(session_id, str):
             raise NotFoundError(f"Session {session_id!r} not found")
+        known = session_id in self._sessions
         session = self.get_session(session_id)
         if not session.checks_registry:
             self._require(session_id)
@@ -455,8 +456,10 @@ class SessionManager:
             return result
         try:
             return append(session, True)
-        except SessionNotFoundError:
-            self._sessions.pop(session_id, None)  # an id that is not this namespace's keeps nothing cached
+        except Exception as error:
+            # An id that is not (or no longer) this namespace's, or one no store accepts, keeps nothing cached.
+            if isinstance(error, SessionNotFoundError) or not known:
+                self._sessions.pop(session_id, None)
             raise
 
     def upsert(self, session_id: str, message: Message, parent_id: str | Omitted | None = OMITTED) -> str:
