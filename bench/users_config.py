@@ -236,6 +236,21 @@ def through_the_api(users: Users, raw: Pg8000Raw) -> None:
         theirs.append(timed(lambda item=item, parent=leaf: raw.append("raw-api", item, parent)))
         leaf = item["id"]
     info_line("append through the API's use case (1 round trip)", statistics.median(ours), statistics.median(theirs))
+    # A turn as an agent stores it: its user and assistant messages in one request (one chain, one round
+    # trip), against the same two messages as two raw INSERTs.
+    ours, theirs = [], []
+    for sample in range(SAMPLES):
+        pair = [message(f"turn-{sample}-user"), message(f"turn-{sample}-assistant")]
+        body = AppendIn.model_validate({"messages": pair})
+        ours.append(timed(lambda body=body: append(users.manager, session_id, body, users.runtime.limits)))
+
+        def two_inserts(pair: list[dict[str, Any]] = pair, parent: str | None = leaf) -> None:
+            raw.append("raw-api", pair[0], parent)
+            raw.append("raw-api", pair[1], pair[0]["id"])
+
+        theirs.append(timed(two_inserts))
+        leaf = pair[1]["id"]
+    info_line("a turn (2 messages) through the API's use case", statistics.median(ours), statistics.median(theirs))
 
 
 def postgres(url: str, commit: str) -> bool:
