@@ -54,6 +54,10 @@ class SqlDialect:
     tree_skeleton: ClassVar[str]
     reparent_message: ClassVar[str]
     set_estimate: ClassVar[str]
+    # Many rows' running estimates at once, from :rows, a JSON array of [id, path_tokens]: for a change
+    # that moves no row's depth (the jump-pointer trigger fires only when depth or parent changes).
+    # Empty: the backend writes them row by row (set_estimate).
+    set_path_tokens: ClassVar[str]
     path_rows: ClassVar[str]
     path_ids_up: ClassVar[str]
     subtree: ClassVar[str]

@@ -194,15 +194,20 @@ class PostgresSql(SqlDialect):
         + " WHERE p.steps < :max_steps"
         ") SELECT id FROM path ORDER BY steps"
     )
+    set_path_tokens = (
+        "UPDATE threadloom_messages m SET path_tokens = CAST(r.value ->> 1 AS bigint) "
+        "FROM jsonb_array_elements(CAST(:rows AS jsonb)) AS r(value) "
+        "WHERE m.session_id = :sid AND m.id = r.value ->> 0"
+    )
     subtree = (
-        "WITH RECURSIVE sub(id, parent_id, tokens, level) AS ("
-        " SELECT id, parent_id, tokens, 0 FROM threadloom_messages WHERE session_id = :sid AND id = :root"
+        "WITH RECURSIVE sub(id, parent_id, tokens, depth, level) AS ("
+        " SELECT id, parent_id, tokens, depth, 0 FROM threadloom_messages WHERE session_id = :sid AND id = :root"
         " UNION ALL"
-        " SELECT m.id, m.parent_id, m.tokens, s.level + 1 FROM sub s CROSS JOIN LATERAL ("
+        " SELECT m.id, m.parent_id, m.tokens, m.depth, s.level + 1 FROM sub s CROSS JOIN LATERAL ("
         # OFFSET 0 keeps the subquery apart, so each step probes the children index; pulled up into a
         # join it was planned as a hash of the whole session at every step (the walk up's problem).
-        f"SELECT id, parent_id, tokens FROM threadloom_messages WHERE {_children_of('s.id')} OFFSET 0) AS m"
-        ") SELECT id, parent_id, tokens FROM sub ORDER BY level"
+        f"SELECT id, parent_id, tokens, depth FROM threadloom_messages WHERE {_children_of('s.id')} OFFSET 0) AS m"
+        ") SELECT id, parent_id, tokens, depth FROM sub ORDER BY level"
     )
     # Migrations 0007 and 0008: the statement of SQLite's history_page_rows with a plan kept per
     # connection, the session's overlays in the same round trip (the page needs them), the tenant
