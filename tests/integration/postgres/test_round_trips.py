@@ -286,6 +286,21 @@ def test_editing_or_deleting_an_early_message_of_a_long_session_takes_a_few_roun
     assert session.get_path_length() == 699
 
 
+def test_creating_a_session_is_one_statement_that_returns_its_row(runtime: Runtime) -> None:
+    """``POST /sessions``: the INSERT returns the row; it was a transaction of four round trips.
+
+    (The first in a process also reads the deployment's secret the ids are minted with, once.)
+    """
+    manager = runtime.manager("tenant")
+    manager.create("first")
+    with RoundTrips().counting() as sent:
+        info = manager.create("new", model="a-model", source="a-test", subject_id="user-7")
+    assert len(sent) == 1 and sent[0].startswith("INSERT"), sent
+    assert info == manager.get(info.id)
+    assert (info.name, info.model, info.source, info.subject_id) == ("new", "a-model", "a-test", "user-7")
+    assert runtime.manager("other").get(info.id) is None
+
+
 def test_a_history_page_after_the_first_is_one_round_trip_with_the_session_check(runtime: Runtime) -> None:
     from threadloom.api.paging import decode_cursor
     from threadloom.api.use_cases import history as service

@@ -432,7 +432,7 @@ class PostgresSql(SqlDialect):
     insert_session = (
         "INSERT INTO threadloom_sessions (id, namespace, name, parent_session_id, model, source, subject_id, "
         "created_at, updated_at, activity_seq) VALUES (:id, :namespace, :name, :parent_session_id, :model, :source, "
-        f":subject_id, :now, :now, {_NEXT_ACTIVITY})"
+        f":subject_id, :now, :now, {_NEXT_ACTIVITY}) RETURNING {_SESSION_COLUMNS}"
     )
     get_session = f"SELECT {_SESSION_COLUMNS} FROM threadloom_sessions WHERE namespace = :namespace AND id = :id"
     count_sessions = "SELECT COUNT(*) FROM threadloom_sessions WHERE namespace = :namespace"
