@@ -301,6 +301,27 @@ def test_creating_a_session_is_one_statement_that_returns_its_row(runtime: Runti
     assert runtime.manager("other").get(info.id) is None
 
 
+def test_adding_usage_is_one_statement_that_bounds_the_totals_itself(runtime: Runtime) -> None:
+    """``POST /sessions/{id}/usage``: it was a transaction of four round trips and a read of the result."""
+    from threadloom.errors import NotFoundError, ValidationError
+
+    manager = runtime.manager("tenant")
+    session_id = manager.create("metered").id
+    with RoundTrips().counting() as sent:
+        info = manager.add_usage(session_id, 10, 20, 0.25)
+    assert len(sent) == 1 and sent[0].startswith("UPDATE"), sent
+    assert (info.input_tokens, info.output_tokens, info.estimated_cost) == (10, 20, 0.25)
+    assert manager.get(session_id) == info
+    most = manager.limits.max_usage_tokens
+    with pytest.raises(ValidationError, match="token totals"):
+        manager.add_usage(session_id, most, 0, 0.0)
+    with pytest.raises(ValidationError, match="estimated cost"):
+        manager.add_usage(session_id, 0, 0, manager.limits.max_usage_cost)
+    with pytest.raises(NotFoundError):
+        runtime.manager("other").add_usage(session_id, 1, 1, 0.0)
+    assert manager.get(session_id) == info  # the refusals changed nothing
+
+
 def test_a_history_page_after_the_first_is_one_round_trip_with_the_session_check(runtime: Runtime) -> None:
     from threadloom.api.paging import decode_cursor
     from threadloom.api.use_cases import history as service

@@ -595,9 +595,10 @@ class SessionManager:
     def add_usage(self, session_id: str, input_tokens: int, output_tokens: int, cost: float) -> SessionInfo:
         """Add to the session's counters; each increment and each total stays finite and within the limits."""
         self.limits.check_usage(input_tokens, output_tokens, cost)
-        if not self._registry.add_usage(session_id, input_tokens, output_tokens, float(cost), limits=self.limits):
+        info = self._registry.add_usage(session_id, input_tokens, output_tokens, float(cost), limits=self.limits)
+        if info is None:
             raise NotFoundError(f"Session {session_id!r} not found")
-        return self._require(session_id)
+        return info  # type: ignore[no-any-return]
 
     # ----------------------------------------------------------------- search
 

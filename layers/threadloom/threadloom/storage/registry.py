@@ -182,27 +182,35 @@ class SqlSessionRegistry:
 
     def add_usage(
         self, session_id: str, input_tokens: int, output_tokens: int, cost: float, *, limits: Limits = DEFAULT_LIMITS
-    ) -> bool:
-        """Add usage; the new totals are checked in the same transaction, so no sum can overflow or reach infinity."""
-        with self._database.write() as tx:
-            info = self._get(tx, session_id)
-            if info is None:
-                return False
-            limits.check_usage_totals(
-                info.input_tokens + input_tokens, info.output_tokens + output_tokens, info.estimated_cost + cost
-            )
-            tx.execute(
-                self._sql.add_usage,
-                {
-                    "namespace": self.namespace,
-                    "id": session_id,
-                    "now": utc_now(),
-                    "input_tokens": input_tokens,
-                    "output_tokens": output_tokens,
-                    "cost": cost,
-                },
-            )
-        return True
+    ) -> SessionInfo | None:
+        """Add usage and return the session as it now is (None: not in this namespace).
+
+        One statement that bounds the new totals itself, so no sum can overflow or reach infinity
+        (it was a transaction of four round trips on PostgreSQL, and a fifth to read the result).
+        Only when it changes nothing is the session read, to say which refusal it was.
+        """
+        rows = self._database.execute_once(
+            self._sql.add_usage,
+            {
+                "namespace": self.namespace,
+                "id": session_id,
+                "now": utc_now(),
+                "input_tokens": input_tokens,
+                "output_tokens": output_tokens,
+                "cost": cost,
+                "max_tokens": limits.max_usage_tokens,
+                "max_cost": float(limits.max_usage_cost),
+            },
+        )
+        if rows:
+            return _session_info(tuple(rows[0]))
+        info = self.get(session_id)
+        if info is None:
+            return None
+        limits.check_usage_totals(
+            info.input_tokens + input_tokens, info.output_tokens + output_tokens, info.estimated_cost + cost
+        )
+        raise ValidationError("The session's usage totals would exceed their limits")
 
     def set_legal_hold(self, session_id: str, hold: bool) -> bool:
         """Hold or release a session; a hold is not activity, so it leaves the retention clock alone."""

@@ -550,11 +550,14 @@ class SqliteSql(SqlDialect):
         f"UPDATE threadloom_sessions SET updated_at = :now, activity_seq = {_NEXT_ACTIVITY} "
         "WHERE namespace = :namespace AND id = :id RETURNING id"
     )
+    # The new totals are bounded in the statement itself, so no sum can overflow or reach infinity.
     add_usage = (
         "UPDATE threadloom_sessions SET input_tokens = input_tokens + :input_tokens, "
         "output_tokens = output_tokens + :output_tokens, estimated_cost = estimated_cost + :cost, updated_at = :now, "
         f"activity_seq = {_NEXT_ACTIVITY} "
-        "WHERE namespace = :namespace AND id = :id"
+        "WHERE namespace = :namespace AND id = :id AND input_tokens + :input_tokens <= :max_tokens "
+        "AND output_tokens + :output_tokens <= :max_tokens AND estimated_cost + :cost <= :max_cost "
+        f"RETURNING {_SESSION_COLUMNS}"
     )
     end_session = (
         "UPDATE threadloom_sessions SET end_reason = :reason, updated_at = :now, "
