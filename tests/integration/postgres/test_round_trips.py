@@ -322,6 +322,29 @@ def test_adding_usage_is_one_statement_that_bounds_the_totals_itself(runtime: Ru
     assert manager.get(session_id) == info  # the refusals changed nothing
 
 
+def test_renaming_and_listing_are_one_statement_each(runtime: Runtime) -> None:
+    """A rename returns the renamed row (it was two round trips); a page of the listing is one (it was three)."""
+    from threadloom.errors import NotFoundError
+
+    manager = runtime.manager("tenant")
+    first = manager.create("first").id
+    manager.create("second")
+    with RoundTrips().counting() as sent:
+        renamed = manager.rename(first, "renamed")
+    assert len(sent) == 1 and sent[0].startswith("UPDATE"), sent
+    assert renamed.name == "renamed" and manager.get(first) == renamed
+    with RoundTrips().counting() as sent:
+        page, cursor = manager.list_page(limit=1)
+    assert len(sent) == 1, sent
+    assert [info.id for info in page] == [first] and cursor is not None
+    with RoundTrips().counting() as sent:
+        rest, _ = manager.list_page(limit=1, cursor=cursor)
+    assert len(sent) == 1 and [info.name for info in rest] == ["second"], sent
+    with pytest.raises(NotFoundError):
+        runtime.manager("other").rename(first, "taken")
+    assert manager.get(first) == renamed
+
+
 def test_a_history_page_after_the_first_is_one_round_trip_with_the_session_check(runtime: Runtime) -> None:
     from threadloom.api.paging import decode_cursor
     from threadloom.api.use_cases import history as service

@@ -387,9 +387,10 @@ class SessionManager:
 
     def rename(self, session_id: str, name: str) -> SessionInfo:
         self.limits.check_name(name, "session name")
-        if not self._registry.rename(session_id, name):
+        info = self._registry.rename(session_id, name)
+        if info is None:
             raise NotFoundError(f"Session {session_id!r} not found")
-        return self._require(session_id)
+        return info  # type: ignore[no-any-return]
 
     def set_legal_hold(self, session_id: str, hold: bool) -> SessionInfo:
         """Hold (or release) a session: a held session survives every retention sweep."""

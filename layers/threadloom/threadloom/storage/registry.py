@@ -118,13 +118,15 @@ class SqlSessionRegistry:
         resumes right after the last one returned.
         """
         params: dict[str, object] = {"namespace": self.namespace, "limit": NO_LIMIT if limit is None else limit}
-        with self._database.read() as tx:
-            if cursor is None:
-                rows = tx.query(self._sql.list_sessions, params)
-            else:
-                after_seq, after_id = _parse_cursor(cursor)
-                rows = tx.query(self._sql.list_sessions_after, {**params, "after_seq": after_seq, "after_id": after_id})
-        sessions = [_session_info(row) for row in rows]
+        # One statement on its own (one round trip; it was a read-only transaction of three).
+        if cursor is None:
+            rows = self._database.query_once(self._sql.list_sessions, params)
+        else:
+            after_seq, after_id = _parse_cursor(cursor)
+            rows = self._database.query_once(
+                self._sql.list_sessions_after, {**params, "after_seq": after_seq, "after_id": after_id}
+            )
+        sessions = [_session_info(tuple(row)) for row in rows]
         more = bool(rows) and limit is not None and len(rows) == limit
         if fit is not None and sessions:
             kept = max(1, min(fit(sessions), len(sessions)))
@@ -168,8 +170,11 @@ class SqlSessionRegistry:
         params = {"namespace": self.namespace, "id": session_id, "now": utc_now(), **values}
         return bool(self._database.execute_once(statement, params, durable=durable))
 
-    def rename(self, session_id: str, name: str) -> bool:
-        return self._update(self._sql.rename_session, session_id, name=name)
+    def rename(self, session_id: str, name: str) -> SessionInfo | None:
+        """Rename, and return the session as it now is (None: not in this namespace), in one statement."""
+        params = {"namespace": self.namespace, "id": session_id, "now": utc_now(), "name": name}
+        rows = self._database.execute_once(self._sql.rename_session, params)
+        return _session_info(tuple(rows[0])) if rows else None
 
     def touch(self, session_id: str) -> bool:
         """Stamp a write's activity (listing order, the retention clock) after the write itself committed.

@@ -544,7 +544,7 @@ class SqliteSql(SqlDialect):
     )
     rename_session = (
         "UPDATE threadloom_sessions SET name = :name, updated_at = :now, "
-        f"activity_seq = {_NEXT_ACTIVITY} WHERE namespace = :namespace AND id = :id RETURNING id"
+        f"activity_seq = {_NEXT_ACTIVITY} WHERE namespace = :namespace AND id = :id RETURNING {_SESSION_COLUMNS}"
     )
     touch_session = (
         f"UPDATE threadloom_sessions SET updated_at = :now, activity_seq = {_NEXT_ACTIVITY} "
