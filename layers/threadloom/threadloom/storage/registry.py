@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import weakref
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from threadloom.clock import utc_now
 from threadloom.core.keys import (
@@ -22,7 +22,7 @@ from threadloom.storage.database import to_timestamp_text
 
 if TYPE_CHECKING:
     import builtins
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
     from threadloom.storage.database import Database, Executor, Row
     from threadloom.storage.dialect import SqlDialect
@@ -165,16 +165,25 @@ class SqlSessionRegistry:
             single_value=True,
         )
 
-    def _update(self, statement: str, session_id: str, *, durable: bool = True, **values: object) -> bool:
-        """One statement (one round trip) that finds the session in this namespace and changes it: False if none."""
+    def _change(
+        self, statement: str, session_id: str, *, durable: bool = True, **values: object
+    ) -> Sequence[Sequence[Any]]:
+        """One statement (one round trip) that finds the session in this namespace and changes it; its rows."""
         params = {"namespace": self.namespace, "id": session_id, "now": utc_now(), **values}
-        return bool(self._database.execute_once(statement, params, durable=durable))
+        return self._database.execute_once(statement, params, durable=durable)
+
+    def _update(self, statement: str, session_id: str, *, durable: bool = True, **values: object) -> bool:
+        """:meth:`_change`, answering whether the namespace holds the session."""
+        return bool(self._change(statement, session_id, durable=durable, **values))
+
+    def _update_returning(self, statement: str, session_id: str, **values: Any) -> SessionInfo | None:
+        """:meth:`_change` of a statement that returns the changed row: the session as it now is, or None."""
+        rows = self._change(statement, session_id, **values)
+        return _session_info(tuple(rows[0])) if rows else None
 
     def rename(self, session_id: str, name: str) -> SessionInfo | None:
         """Rename, and return the session as it now is (None: not in this namespace), in one statement."""
-        params = {"namespace": self.namespace, "id": session_id, "now": utc_now(), "name": name}
-        rows = self._database.execute_once(self._sql.rename_session, params)
-        return _session_info(tuple(rows[0])) if rows else None
+        return self._update_returning(self._sql.rename_session, session_id, name=name)
 
     def touch(self, session_id: str) -> bool:
         """Stamp a write's activity (listing order, the retention clock) after the write itself committed.
@@ -194,21 +203,17 @@ class SqlSessionRegistry:
         (it was a transaction of four round trips on PostgreSQL, and a fifth to read the result).
         Only when it changes nothing is the session read, to say which refusal it was.
         """
-        rows = self._database.execute_once(
+        changed = self._update_returning(
             self._sql.add_usage,
-            {
-                "namespace": self.namespace,
-                "id": session_id,
-                "now": utc_now(),
-                "input_tokens": input_tokens,
-                "output_tokens": output_tokens,
-                "cost": cost,
-                "max_tokens": limits.max_usage_tokens,
-                "max_cost": float(limits.max_usage_cost),
-            },
+            session_id,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cost=cost,
+            max_tokens=limits.max_usage_tokens,
+            max_cost=float(limits.max_usage_cost),
         )
-        if rows:
-            return _session_info(tuple(rows[0]))
+        if changed is not None:
+            return changed
         info = self.get(session_id)
         if info is None:
             return None

@@ -236,6 +236,7 @@ class PostgresSessionProvider(SqlSessionProvider):
         """
         omitted = isinstance(parent_id, Omitted)
         database = self._database
+        registered = registered_in is not None
         common: Params = self._params(
             parent_omitted=omitted,
             parent_id=None if omitted else parent_id,
@@ -243,12 +244,11 @@ class PostgresSessionProvider(SqlSessionProvider):
             created_at=utc_now(),
             lock_timeout=database.lock_setting,
         )
+        if registered:
+            common["namespace"] = registered_in
         if len(prepared) == 1:
             [item] = prepared
-            sql = PostgresSql.append_one
-            if registered_in is not None:
-                sql = PostgresSql.append_one_registered
-                common["namespace"] = registered_in
+            sql = PostgresSql.append_one_registered if registered else PostgresSql.append_one
             params: Params = {
                 **common,
                 "id": item.id,
@@ -258,10 +258,7 @@ class PostgresSessionProvider(SqlSessionProvider):
                 "vector": to_tsvector_literal(item.text),
             }
         else:
-            sql = PostgresSql.append
-            if registered_in is not None:
-                sql = PostgresSql.append_registered
-                common["namespace"] = registered_in
+            sql = PostgresSql.append_registered if registered else PostgresSql.append
             params = {
                 **common,
                 "ids": [item.id for item in prepared],
@@ -292,7 +289,7 @@ class PostgresSessionProvider(SqlSessionProvider):
                 raise session_not_found(self.session_id)
             path_tokens, has_parent, parent = answer[1:].partition(":")
             return [[prepared[0].id, parent if has_parent else None, answer[0] == "t", path_tokens]]
-        if not rows and registered_in is not None:  # threadloom_append_registered_within: not this namespace's
+        if not rows and registered:  # threadloom_append_registered_within: not this namespace's
             raise session_not_found(self.session_id)
         return rows
 
