@@ -298,6 +298,28 @@ def test_random_documents_and_queries_agree(pg: pg8000.native.Connection) -> Non
         backends.close()
 
 
+def test_the_short_ascii_tsvector_is_the_same_value_on_the_server(pg: pg8000.native.Connection) -> None:
+    """The short ASCII path writes repeated terms once per position; PostgreSQL must merge them into
+    exactly the tsvector the general path's grouped literal gives (same value, same bytes)."""
+    from threadloom.search.query import _tsvector_literal
+
+    rng = random.Random(20261204)
+    vocabulary = ["the", "fox", "jumps", "jumped", "caresses", "a", "42", "Over", "don't", "e-mail", "B2B"]
+    texts = ["", "Cats chase cats, dogs chase cats", "again " * 256, "again " * 255 + "fox", "fox " + "x" * 300]
+    texts += [" ".join(rng.choice(vocabulary) for _ in range(rng.randint(1, 60))) for _ in range(200)]
+    fast_literals = [to_tsvector_literal(text) for text in texts]
+    assert sum(bool(literal) and "'" not in literal for literal in fast_literals) > 190  # the short path ran
+    rows = pg.run(
+        "SELECT bool_and(CAST(fast AS tsvector) = CAST(general AS tsvector)), "
+        "bool_and(tsvectorsend(CAST(fast AS tsvector)) = tsvectorsend(CAST(general AS tsvector))), "
+        "bool_and(CAST(CAST(fast AS tsvector) AS text) = CAST(CAST(general AS tsvector) AS text)), count(*) "
+        "FROM unnest(CAST(:fast AS text[]), CAST(:general AS text[])) AS pairs(fast, general)",
+        fast=fast_literals,
+        general=[_tsvector_literal(text) for text in texts],
+    )
+    assert rows == [[True, True, True, len(texts)]]
+
+
 def test_postgres_limits_never_raise_and_never_add_hits(pg: pg8000.native.Connection) -> None:
     """Past PostgreSQL's position limit a phrase may be missed, but single terms are found and no
     phrase is found that SQLite would not find."""

@@ -37,7 +37,7 @@ Python strings may hold but SQLite cannot store, are separators; NUL is a separa
 SQLite.
 
 Speed: the tables are compiled once at import into one ``str.translate`` table; ASCII text
-takes a regex fast path; stems of short tokens are memoised in a bounded LRU cache. A typical
+takes a ``bytes.translate`` fast path; stems of short tokens are memoised in a bounded LRU cache. A typical
 200-character English message takes about 8 µs (about 12 µs for mixed Cyrillic/CJK text, and
 about 60 µs when none of its words has been seen before); see
 ``tests/unit/search/test_tokenizer_sqlite.py``.
@@ -45,7 +45,6 @@ about 60 µs when none of its words has been seen before); see
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Final, TypeAlias
 
@@ -87,22 +86,39 @@ def _build_table() -> dict[int, str | None]:
     return table
 
 
+def _build_ascii_table() -> bytes:
+    """``unicode61`` on ASCII as a ``bytes.translate`` table: ``A-Z`` folds, ``[0-9a-z]`` stays, the rest splits."""
+    kept = {*range(ord("0"), ord("9") + 1), *range(ord("a"), ord("z") + 1)}
+    return bytes(
+        code + 32 if ord("A") <= code <= ord("Z") else code if code in kept else ord(" ") for code in range(256)
+    )
+
+
 _TABLE: Final = _build_table()
-_ASCII_WORD: Final = re.compile(r"[0-9a-z]+")
+_ASCII_TABLE: Final = _build_ascii_table()
 _CACHE_SIZE: Final = 1 << 16
 
 
 def split_words(text: str) -> list[str]:
-    """The ``unicode61`` tokens of ``text``: folded, not stemmed, not truncated."""
+    """The ``unicode61`` tokens of ``text``: folded, not stemmed, not truncated.
+
+    ASCII text goes through ``bytes.translate`` (a table lookup in C per byte), two and a half
+    times faster than a regex over the lower-cased text.
+    """
     if text.isascii():
-        return _ASCII_WORD.findall(text.lower())
+        return text.encode("ascii").translate(_ASCII_TABLE).decode("ascii").split()
     return text.translate(_TABLE).split()
 
 
 def tokenize(text: str) -> list[str]:
     """The terms SQLite FTS5 ``porter unicode61`` indexes for ``text``, in order."""
+    words = split_words(text)
+    if not words:
+        return words
+    if max(map(len, words)) <= PORTER_MAX_BYTES:  # nearly always: one C-level map, no per-word test
+        return list(map(_short_term, words))
     short = _short_term
-    return [short(word) if len(word) <= PORTER_MAX_BYTES else _long_term(word) for word in split_words(text)]
+    return [short(word) if len(word) <= PORTER_MAX_BYTES else _long_term(word) for word in words]
 
 
 def stem(word: str) -> str:
