@@ -67,11 +67,32 @@ def test_a_transaction_whose_start_fails_is_retried_on_a_new_connection(
 ) -> None:
     store = make_store()
     session = Session.create(store).for_session("s")
-    session.append_message(text_message("m1", "before"))
+    session.append_message(text_message("m1"))
+    session.append_message(text_message("m2"))
     terminate(admin, backend_pid(store))
-    # update_message runs START TRANSACTION first: nothing was applied when that failed
-    session.update_message(text_message("m1", "after"))
-    assert session.get_message("m1") == text_message("m1", "after")
+    # delete_messages runs START TRANSACTION first: nothing was applied when that failed
+    session.delete_messages(["m2"])
+    assert [m["id"] for m in session.get_history()] == ["m1"]
+
+
+def test_an_edit_on_a_dead_connection_surfaces_and_sending_it_again_is_safe(
+    make_store: Callable[[], Any], admin: Any, undetectable_death: None
+) -> None:
+    store = make_store()
+    session = Session.create(store).for_session("s")
+    session.append_message(text_message("m1", "before"))
+    session.append_message(text_message("m2", "below"))
+    terminate(admin, backend_pid(store))
+    # An edit is one statement (migration 0027): sent on a dead socket it may or may not have committed
+    with pytest.raises(StorageUnavailableError, match="may or may not have been applied"):
+        session.update_message(text_message("m1", "after, and longer than before"))
+    # sending it again over a new connection gives the same result as sending it once
+    session.update_message(text_message("m1", "after, and longer than before"))
+    assert session.get_message("m1") == text_message("m1", "after, and longer than before")
+    estimates = store.database.query_once(
+        "SELECT id, tokens, path_tokens FROM threadloom_messages WHERE session_id = 's' ORDER BY seq"
+    )
+    assert estimates[1][2] == estimates[0][1] + estimates[1][1]  # m2's running estimate moved once
 
 
 def test_a_single_statement_write_on_a_dead_connection_surfaces_and_is_not_replayed(

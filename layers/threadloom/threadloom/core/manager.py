@@ -518,6 +518,31 @@ class SessionManager:
         self.get_session(session_id).clear_messages()
         self._touch(session_id)
 
+    def update_message(self, session_id: str, message: Message) -> None:
+        """Rewrite a stored message of a session of this namespace (else ``NotFoundError``); no activity stamp.
+
+        On the SQL stores the check is part of the edit's transaction (one round trip on PostgreSQL
+        unless a compaction overlay ends at or below the message); over another storage the session
+        is checked first.
+        """
+        if not isinstance(session_id, str):
+            raise NotFoundError(f"Session {session_id!r} not found")
+        known = session_id in self._sessions
+        session = self.get_session(session_id)
+        if not session.checks_registry:
+            self._require(session_id)
+            session.update_message(message)
+            return
+        try:
+            session.update_message(message, registered=True)
+        except SessionNotFoundError:
+            self._sessions.pop(session_id, None)
+            raise
+        except Exception:
+            if not known:
+                self._sessions.pop(session_id, None)
+            raise
+
     def delete_messages(self, session_id: str, message_ids: builtins.list[str]) -> None:
         self._require(session_id)
         self.get_session(session_id).delete_messages(message_ids)

@@ -417,12 +417,21 @@ class Session:
         if isinstance(value, str):
             check_text(value, what, max_chars=self.limits.max_id_chars)
 
-    def update_message(self, message: Message) -> None:
-        """Replace a stored message (matched by ``id``)."""
+    def update_message(self, message: Message, *, registered: bool = False) -> None:
+        """Replace a stored message (matched by ``id``).
+
+        ``registered`` (a :class:`SessionManager`'s edit): the storage checks, in the edit's own
+        transaction, that the session's namespace holds it, else :class:`SessionNotFoundError`.
+        """
         self.limits.check_message(message)
         self._ensure_ready()
-        self._storage.update_message(message)
-        self._emit_status("idle")
+        if registered:
+            self._require_registry_check()
+            leaf_tokens = self._storage.update_message(message, registered_in=self.namespace)
+        else:
+            leaf_tokens = self._storage.update_message(message)
+        # A storage may answer with the latest leaf's running estimate (PostgreSQL's one-call edit).
+        self._emit_status("idle", leaf_tokens=leaf_tokens if isinstance(leaf_tokens, int) else None)
         self._events.emit_change("update")
 
     def delete_messages(self, message_ids: list[str]) -> None:

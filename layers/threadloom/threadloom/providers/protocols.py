@@ -106,7 +106,8 @@ class SessionProvider(Protocol):
         self, message: Message, parent_id: Any = ..., *, expected_leaf_id: str | None = None
     ) -> AppendResult: ...
 
-    def update_message(self, message: Message) -> None: ...
+    def update_message(self, message: Message) -> int | None:
+        """Rewrite a stored message; may answer with the latest leaf's running estimate (else None)."""
 
     def delete_messages(self, message_ids: list[str]) -> None: ...
 
@@ -119,10 +120,10 @@ class SessionProvider(Protocol):
 
 @runtime_checkable
 class RegistryCheckedSessionProvider(Protocol):
-    """A session provider whose append can check and stamp the session registry in its own transaction.
+    """A session provider whose append (and edit) can check the session registry in its own transaction.
 
     A manager's append then needs no read of the registry before it and no stamp after it (the SQL
-    stores: one round trip on PostgreSQL instead of three).
+    stores: one round trip on PostgreSQL instead of three); a manager's edit, no read before it.
     """
 
     def append_message(
@@ -143,7 +144,11 @@ class RegistryCheckedSessionProvider(Protocol):
         registered_in: str | None = None,
     ) -> list[AppendResult]: ...
 
+    def update_message(self, message: Message, *, registered_in: str | None = None) -> int | None: ...
+
     def stamp_registered(self, tx: Any, namespace: str) -> None: ...
+
+    def check_registered(self, tx: Any, namespace: str) -> None: ...
 
 
 class SearchableSessionProvider(SessionProvider, Protocol):

@@ -85,6 +85,11 @@ class SqlSessionProvider:
         if not tx.query(self._sql.touch_session, params):
             raise session_not_found(self.session_id)
 
+    def check_registered(self, tx: Executor, namespace: str) -> None:
+        """Refuse (:class:`SessionNotFoundError`) unless ``namespace``'s registry holds the session."""
+        if not tx.query(self._sql.get_session, {"namespace": namespace, "id": self.session_id}):
+            raise session_not_found(self.session_id)
+
     # ------------------------------------------------------------------ reads
 
     def get_message(self, message_id: str) -> Message | None:
@@ -370,11 +375,19 @@ class SqlSessionProvider:
             return AppendResult(id=message_id, parent_id=parent, inserted=True)  # estimate rebuilt: read it back
         return AppendResult(id=message_id, parent_id=parent, inserted=True, path_tokens=path_tokens)
 
-    def update_message(self, message: Message) -> None:
-        """Replace a stored message's content (matched by id); an unknown id raises :class:`NotFoundError`."""
+    def update_message(self, message: Message, *, registered_in: str | None = None) -> int | None:
+        """Replace a stored message's content (matched by id); an unknown id raises :class:`NotFoundError`.
+
+        With ``registered_in`` (a manager's edit) the same transaction first checks that the namespace's
+        registry holds the session, else :class:`SessionNotFoundError` and nothing is written; an edit
+        does not stamp the session's activity. Returns None: the latest leaf's estimate is not known here
+        (PostgreSQL's one-call edit returns it).
+        """
         prepared = _PreparedMessage(message)
         content, text = prepared.content, prepared.text
         with self._database.write() as tx:
+            if registered_in is not None:
+                self.check_registered(tx, registered_in)
             self._lock_head(tx)
             meta = tx.query(self._sql.get_message_meta, self._params(id=message["id"]))
             if not meta:
@@ -389,6 +402,7 @@ class SqlSessionProvider:
             tx.execute(self._sql.index_message, self._params(id=message["id"], **self._sql.index_params(text)))
             if tokens != int(meta[0][2]):
                 self._recompute_subtrees(tx, [message["id"]])
+        return None
 
     def delete_messages(self, message_ids: list[str]) -> None:
         """Delete messages; children move to the nearest surviving ancestor and broken overlays go (D4)."""

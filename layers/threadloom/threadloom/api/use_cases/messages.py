@@ -83,13 +83,14 @@ def get_message(manager: SessionManager, session_id: str, message_id: str) -> Me
 def update_message(
     manager: SessionManager, session_id: str, message_id: str, message: Message, limits: Limits
 ) -> MessageOut:
-    session = require_session(manager, session_id)
+    """Checked first, then the tenant's session and the message are looked up by the edit itself (one round
+    trip on PostgreSQL). The answer is the message as stored: it came as JSON and is stored as its compact
+    JSON, which reads back as the same value, so it is not read again."""
     if message.get("id") != message_id:
         raise ValidationError(f"The message id {message.get('id')!r} does not match the path ({message_id!r})")
     limits.check_message(message)
-    require_message(session, session_id, message_id)
-    session.update_message(message)
-    return MessageOut(message=require_message(session, session_id, message_id))
+    manager.update_message(session_id, message)
+    return MessageOut(message=message)
 
 
 def delete_message(manager: SessionManager, session_id: str, message_id: str) -> None:

@@ -687,6 +687,13 @@ class PostgresSql(SqlDialect):
         "CAST(:parent_id AS text), CAST(:expected_leaf_id AS text), CAST(:created_at AS timestamptz), "
         "CAST(:lock_timeout AS text))"
     )
+    # An edit in one call (0027): with :namespace the session is checked first; the answer is 'updated',
+    # 'session' or 'message' (not found) or 'overlay' (nothing written: take the shared path).
+    update_one = (
+        "SELECT threadloom_update_message(CAST(:namespace AS text), CAST(:sid AS text), CAST(:id AS text), "
+        "CAST(:role AS text), CAST(:content AS text), CAST(:tokens AS bigint), CAST(:vector AS text), "
+        "CAST(:lock_timeout AS text))"
+    )
     raw_path = (
         "WITH RECURSIVE path(id, parent_id, content, depth) AS ("
         f" SELECT id, parent_id, content, depth FROM threadloom_messages WHERE session_id = :sid AND id = {_LEAF}"

@@ -222,6 +222,34 @@ class PostgresSessionProvider(SqlSessionProvider):
             return super().append_chain(messages, parent_id, registered_in=registered_in)
         return [_append_result(row) for row in rows]
 
+    def update_message(self, message: Message, *, registered_in: str | None = None) -> int | None:
+        """One call of ``threadloom_update_message`` (0027): one round trip, the tenant's check included.
+
+        Returns the latest leaf's running estimate, which the same call reads. A message at or above
+        the end of a compaction overlay whose estimate changes takes the shared path: that end's
+        estimate is measured from its compacted history, here in Python.
+        """
+        prepared = _PreparedMessage(message)
+        database = self._database
+        params = self._params(
+            namespace=registered_in,
+            id=prepared.id,
+            role=prepared.role,
+            content=prepared.content,
+            tokens=prepared.tokens,
+            vector=to_tsvector_literal(prepared.text),
+            lock_timeout=None,  # set with the statement timeout by the timeouts statement: a subtree walk can be long
+        )
+        answer: str = database.execute_once(PostgresSql.update_one, params)[0][0]
+        outcome, _, leaf_tokens = answer.partition(":")
+        if outcome == "updated":
+            return int(leaf_tokens) if leaf_tokens else None
+        if outcome == "session":
+            raise session_not_found(self.session_id)
+        if outcome == "message":
+            raise NotFoundError(f"Message {prepared.id!r} not found in session {self.session_id!r}")
+        return super().update_message(message, registered_in=registered_in)  # 'overlay': nothing was written
+
     def _call_append(
         self,
         prepared: list[_PreparedMessage],
