@@ -1497,6 +1497,7 @@ DECLARE
     v_stored_tokens BIGINT;
     v_delta         BIGINT;
     v_leaf_tokens   BIGINT;
+    v_below         TEXT[];
 BEGIN
     IF p_lock_timeout IS NOT NULL THEN
         PERFORM set_config('lock_timeout', p_lock_timeout, true);
@@ -1513,23 +1514,7 @@ BEGIN
     END IF;
     v_delta := p_tokens - v_stored_tokens;
     IF v_delta <> 0 THEN
-        IF EXISTS (SELECT 1 FROM threadloom_compactions WHERE session_id = p_session_id) AND EXISTS (
-            WITH RECURSIVE below(id) AS (
-                SELECT p_id
-                UNION ALL
-                -- OFFSET 0 keeps each step a probe of the children index (migration 0024).
-                SELECT c.id FROM below b CROSS JOIN LATERAL (
-                    SELECT m.id FROM threadloom_messages m
-                    WHERE hashtextextended(m.session_id || '/' || m.parent_id, 0)
-                          = hashtextextended(p_session_id || '/' || b.id, 0)
-                      AND m.session_id = p_session_id AND m.parent_id = b.id OFFSET 0
-                ) c
-            )
-            SELECT 1 FROM threadloom_compactions o JOIN below ON o.to_message_id = below.id
-            WHERE o.session_id = p_session_id
-        ) THEN
-            RETURN 'overlay';
-        END IF;
+        -- Every message below, walked once: OFFSET 0 keeps each step a probe of the children index (0024).
         WITH RECURSIVE below(id) AS (
             SELECT p_id
             UNION ALL
@@ -1540,8 +1525,13 @@ BEGIN
                   AND m.session_id = p_session_id AND m.parent_id = b.id OFFSET 0
             ) c
         )
-        UPDATE threadloom_messages m SET path_tokens = m.path_tokens + v_delta
-        FROM below WHERE m.session_id = p_session_id AND m.id = below.id AND m.id <> p_id;
+        SELECT array_agg(id) INTO v_below FROM below;
+        IF EXISTS (SELECT 1 FROM threadloom_compactions
+                   WHERE session_id = p_session_id AND to_message_id = ANY (v_below)) THEN
+            RETURN 'overlay';
+        END IF;
+        UPDATE threadloom_messages SET path_tokens = path_tokens + v_delta
+        WHERE session_id = p_session_id AND id = ANY (v_below) AND id <> p_id;
     END IF;
     UPDATE threadloom_messages SET role = p_role, content = p_content, tokens = p_tokens,
         path_tokens = path_tokens + v_delta, search_vector = CAST(p_vector AS tsvector)

@@ -315,6 +315,36 @@ def test_an_edit_through_the_api_is_one_round_trip_with_the_tenant_check(runtime
     assert session.get_message("m1") == edited and session.get_message("m9") is None
 
 
+def test_reading_a_message_or_the_leaf_through_the_api_is_one_statement_with_the_tenant_check(
+    runtime: Runtime,
+) -> None:
+    """``GET …/messages/{messageId}`` and ``GET …/leaf`` read the session's row, then the message: two round
+    trips. One statement joins them now; it finds rows by their keys, so no timeouts statement goes with it."""
+    from threadloom.api.use_cases.messages import get_message, leaf
+
+    manager = runtime.manager("tenant")
+    session_id = manager.create("read over http").id
+    for index in range(3):
+        manager.append_message(session_id, text_message(f"m{index}", f"line {index}"))
+    counter = RoundTrips()
+    with counter.counting() as sent:
+        out = get_message(manager, session_id, "m1")
+    assert out.message == text_message("m1", "line 1")
+    assert len(sent) == 1 and "FROM threadloom_sessions s LEFT JOIN" in sent[0], sent
+    assert counter.timeouts == [False]
+    with RoundTrips().counting() as sent:
+        latest = leaf(manager, session_id)
+    assert latest.message == text_message("m2", "line 2") and len(sent) == 1, sent
+    with RoundTrips().counting() as sent, pytest.raises(NotFoundError, match="Message 'm9' not found"):
+        get_message(manager, session_id, "m9")
+    assert len(sent) == 1, sent
+    other = runtime.manager("other")
+    for read in (lambda: get_message(other, session_id, "m1"), lambda: leaf(other, session_id)):
+        with RoundTrips().counting() as sent, pytest.raises(SessionNotFoundError):
+            read()
+        assert len(sent) == 1, sent
+
+
 def test_creating_a_session_is_one_statement_that_returns_its_row(runtime: Runtime) -> None:
     """``POST /sessions``: the INSERT returns the row; it was a transaction of four round trips.
 

@@ -20,7 +20,7 @@ from threadloom.limits import DEFAULT_LIMITS, Limits, check_text
 from threadloom.records import OMITTED, Omitted
 from threadloom.tools.session_search import build_session_search_tool, format_history_results
 
-_Appended = TypeVar("_Appended")
+_Done = TypeVar("_Done")
 
 if TYPE_CHECKING:
     import builtins
@@ -439,12 +439,23 @@ class SessionManager:
             ),
         )
 
-    def _append_registered(self, session_id: str, append: Callable[[Session, bool], _Appended]) -> _Appended:
+    def _append_registered(self, session_id: str, append: Callable[[Session, bool], _Done]) -> _Done:
         """Run ``append(session, registered)`` so that it checks the session is this namespace's and stamps it.
 
         On the SQL stores the check, the stamp and the append are one transaction (one round trip
         on PostgreSQL), so a session deleted meanwhile gets nothing; over another storage the
         session is checked first and stamped after, in three steps.
+        """
+        return self._in_registered_session(session_id, append, stamps=True)
+
+    def _in_registered_session(
+        self, session_id: str, action: Callable[[Session, bool], _Done], *, stamps: bool = False
+    ) -> _Done:
+        """Run ``action(session, registered)``: with ``registered`` the storage checks the namespace itself.
+
+        A storage that cannot (:attr:`Session.checks_registry` false) gets the registry read first
+        and, with ``stamps``, the activity stamp after. An id that is not (or no longer) this
+        namespace's, or one the action refused before the session was ever kept, stays uncached.
         """
         if not isinstance(session_id, str):
             raise NotFoundError(f"Session {session_id!r} not found")
@@ -452,13 +463,13 @@ class SessionManager:
         session = self.get_session(session_id)
         if not session.checks_registry:
             self._require(session_id)
-            result = append(session, False)
-            self._touch(session_id)
+            result = action(session, False)
+            if stamps:
+                self._touch(session_id)
             return result
         try:
-            return append(session, True)
+            return action(session, True)
         except Exception as error:
-            # An id that is not (or no longer) this namespace's, or one no store accepts, keeps nothing cached.
             if isinstance(error, SessionNotFoundError) or not known:
                 self._sessions.pop(session_id, None)
             raise
@@ -505,6 +516,21 @@ class SessionManager:
         self._require(session_id)
         return self.get_session(session_id).get_history(leaf_id)
 
+    def get_message(self, session_id: str, message_id: str) -> Message | None:
+        """A message of a session of this namespace (else ``NotFoundError``), or None if it has no such message.
+
+        On the SQL stores one statement checks the session and reads the message (one round trip).
+        """
+        return self._in_registered_session(
+            session_id, lambda session, registered: session.get_message(message_id, registered=registered)
+        )
+
+    def get_latest_leaf(self, session_id: str) -> Message | None:
+        """The latest leaf of a session of this namespace (else ``NotFoundError``); one statement on the SQL stores."""
+        return self._in_registered_session(
+            session_id, lambda session, registered: session.get_latest_leaf(registered=registered)
+        )
+
     def get_branches(self, session_id: str, message_id: str) -> builtins.list[Message]:
         self._require(session_id)
         return self.get_session(session_id).get_branches(message_id)
@@ -525,23 +551,9 @@ class SessionManager:
         unless a compaction overlay ends at or below the message); over another storage the session
         is checked first.
         """
-        if not isinstance(session_id, str):
-            raise NotFoundError(f"Session {session_id!r} not found")
-        known = session_id in self._sessions
-        session = self.get_session(session_id)
-        if not session.checks_registry:
-            self._require(session_id)
-            session.update_message(message)
-            return
-        try:
-            session.update_message(message, registered=True)
-        except SessionNotFoundError:
-            self._sessions.pop(session_id, None)
-            raise
-        except Exception:
-            if not known:
-                self._sessions.pop(session_id, None)
-            raise
+        self._in_registered_session(
+            session_id, lambda session, registered: session.update_message(message, registered=registered)
+        )
 
     def delete_messages(self, session_id: str, message_ids: builtins.list[str]) -> None:
         self._require(session_id)

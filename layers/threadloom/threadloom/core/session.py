@@ -457,12 +457,21 @@ class Session:
         self._ensure_ready()
         return self._storage.get_history(leaf_id)  # type: ignore[no-any-return]
 
-    def get_message(self, message_id: str) -> Message | None:
+    def get_message(self, message_id: str, *, registered: bool = False) -> Message | None:
+        """A stored message, or None. ``registered`` (a manager's read): the same statement checks that
+        the session's namespace holds it, else :class:`SessionNotFoundError`."""
         self._ensure_ready()
+        if registered:
+            self._require_registry_check()
+            return self._storage.get_message_in(self.namespace, message_id)  # type: ignore[no-any-return]
         return self._storage.get_message(message_id)  # type: ignore[no-any-return]
 
-    def get_latest_leaf(self) -> Message | None:
+    def get_latest_leaf(self, *, registered: bool = False) -> Message | None:
+        """The latest leaf's message, or None; ``registered`` as for :meth:`get_message`."""
         self._ensure_ready()
+        if registered:
+            self._require_registry_check()
+            return self._storage.get_latest_leaf_in(self.namespace)  # type: ignore[no-any-return]
         return self._storage.get_latest_leaf()  # type: ignore[no-any-return]
 
     def get_branches(self, message_id: str) -> list[Message]:

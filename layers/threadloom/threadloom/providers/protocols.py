@@ -150,6 +150,10 @@ class RegistryCheckedSessionProvider(Protocol):
 
     def check_registered(self, tx: Any, namespace: str) -> None: ...
 
+    def get_message_in(self, namespace: str, message_id: str) -> Message | None: ...
+
+    def get_latest_leaf_in(self, namespace: str) -> Message | None: ...
+
 
 class SearchableSessionProvider(SessionProvider, Protocol):
     """A session provider that also offers full-text search over its messages."""

@@ -90,6 +90,25 @@ class SqlSessionProvider:
         if not tx.query(self._sql.get_session, {"namespace": namespace, "id": self.session_id}):
             raise session_not_found(self.session_id)
 
+    def get_message_in(self, namespace: str, message_id: str) -> Message | None:
+        """:meth:`get_message` of a session ``namespace`` holds (else :class:`SessionNotFoundError`), one statement.
+
+        Its rows are found by their keys (the session's, the message's): it cannot run long, so it goes alone.
+        """
+        params = self._params(namespace=namespace, id=message_id)
+        return self._found_in(self._database.query_once(self._sql.get_message_in_namespace, params, by_key=True))
+
+    def get_latest_leaf_in(self, namespace: str) -> Message | None:
+        """:meth:`get_latest_leaf` of a session ``namespace`` holds (else :class:`SessionNotFoundError`)."""
+        params = self._params(namespace=namespace)
+        return self._found_in(self._database.query_once(self._sql.get_latest_leaf_in_namespace, params, by_key=True))
+
+    def _found_in(self, rows: Sequence[Sequence[Any]]) -> Message | None:
+        if not rows:
+            raise session_not_found(self.session_id)
+        content = rows[0][0]
+        return parse_stored_message(content) if content is not None else None
+
     # ------------------------------------------------------------------ reads
 
     def get_message(self, message_id: str) -> Message | None:

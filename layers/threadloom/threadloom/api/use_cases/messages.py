@@ -23,7 +23,7 @@ from threadloom.api.paging import (
     page_size,
 )
 from threadloom.api.use_cases.common import require_message, require_session
-from threadloom.errors import ValidationError
+from threadloom.errors import NotFoundError, ValidationError
 from threadloom.records import OMITTED
 
 if TYPE_CHECKING:
@@ -76,8 +76,11 @@ def append(manager: SessionManager, session_id: str, body: AppendIn, limits: Lim
 
 
 def get_message(manager: SessionManager, session_id: str, message_id: str) -> MessageOut:
-    session = require_session(manager, session_id)
-    return MessageOut(message=require_message(session, session_id, message_id))
+    """The tenant's check and the read are one statement (one round trip on PostgreSQL)."""
+    message = manager.get_message(session_id, message_id)
+    if message is None:
+        raise NotFoundError(f"Message {message_id!r} not found in session {session_id!r}")
+    return MessageOut(message=message)
 
 
 def update_message(
@@ -127,7 +130,8 @@ def branches(
 
 
 def leaf(manager: SessionManager, session_id: str) -> LeafOut:
-    return LeafOut(message=require_session(manager, session_id).get_latest_leaf())
+    """The tenant's check and the read are one statement (one round trip on PostgreSQL)."""
+    return LeafOut(message=manager.get_latest_leaf(session_id))
 
 
 def clear(manager: SessionManager, session_id: str) -> None:

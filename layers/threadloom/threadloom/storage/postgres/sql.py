@@ -119,6 +119,17 @@ class PostgresSql(SqlDialect):
     )
 
     get_message = "SELECT content FROM threadloom_messages WHERE session_id = :sid AND id = :id"
+    # A read with the tenant's check in one statement: no row when :namespace does not hold the session.
+    get_message_in_namespace = (
+        "SELECT m.content FROM threadloom_sessions s LEFT JOIN threadloom_messages m "
+        "ON m.session_id = s.id AND m.id = :id WHERE s.namespace = :namespace AND s.id = :sid"
+    )
+    get_latest_leaf_in_namespace = (
+        "SELECT m.content FROM threadloom_sessions s "
+        "LEFT JOIN threadloom_session_heads h ON h.session_id = s.id "
+        "LEFT JOIN threadloom_messages m ON m.session_id = h.session_id AND m.id = h.leaf_id "
+        "WHERE s.namespace = :namespace AND s.id = :sid"
+    )
     get_message_meta = (
         "SELECT parent_id, depth, tokens, path_tokens, jump, seq FROM threadloom_messages "
         "WHERE session_id = :sid AND id = :id"

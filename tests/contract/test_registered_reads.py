@@ -1,0 +1,81 @@
+"""A manager's read of one message or of the latest leaf checks the tenant's session in the same statement.
+
+``GET /sessions/{id}/messages/{messageId}`` and ``GET /sessions/{id}/leaf`` read the session's registry row,
+then the message: two round trips on PostgreSQL. ``SessionManager.get_message`` and ``get_latest_leaf`` now
+send one statement that answers no row when the namespace does not hold the session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from threadloom import SessionManager
+from threadloom.errors import NotFoundError, SessionNotFoundError
+
+from tests.contract.test_registered_appends import _StoreWithoutRegistryCheck
+from tests.support.messages import text_message
+
+
+def _manager(make_store: Callable[[], Any], namespace: str = "tenant") -> SessionManager:
+    return SessionManager.create(make_store(), namespace=namespace)
+
+
+def test_a_message_and_the_leaf_are_read_from_a_session_of_the_namespace(make_store: Callable[[], Any]) -> None:
+    manager = _manager(make_store)
+    session_id = manager.create("read").id
+    assert manager.get_latest_leaf(session_id) is None  # no message yet: a leaf of nothing
+    assert manager.get_message(session_id, "m1") is None
+    manager.append_message(session_id, text_message("m1", "first"))
+    manager.append_message(session_id, text_message("m2", "second"))
+    manager.append_message(session_id, text_message("b1", "a branch"), "m1")
+    assert manager.get_message(session_id, "m2") == text_message("m2", "second")
+    assert manager.get_latest_leaf(session_id) == text_message("b1", "a branch")
+    assert manager.get_message(session_id, "nope") is None
+    stamped = manager.get(session_id)
+    manager.get_message(session_id, "m1")
+    assert manager.get(session_id) == stamped  # a read does not stamp
+
+
+def test_another_namespace_reads_nothing_and_keeps_nothing(make_store: Callable[[], Any]) -> None:
+    owner = _manager(make_store)
+    session_id = owner.create("private").id
+    owner.append_message(session_id, text_message("m1", "a secret"))
+    intruder = _manager(make_store, "intruder")
+    for read in (lambda: intruder.get_message(session_id, "m1"), lambda: intruder.get_latest_leaf(session_id)):
+        with pytest.raises(SessionNotFoundError):
+            read()
+        assert session_id not in intruder._sessions
+    for read in (lambda: owner.get_message("no-such", "m1"), lambda: owner.get_latest_leaf("no-such")):
+        with pytest.raises(SessionNotFoundError):
+            read()
+    assert "no-such" not in owner._sessions
+    with pytest.raises(NotFoundError):
+        owner.get_message(42, "m1")  # type: ignore[arg-type]
+
+
+def test_a_session_deleted_elsewhere_is_not_found_any_more(make_store: Callable[[], Any]) -> None:
+    manager = _manager(make_store)
+    session_id = manager.create("gone").id
+    manager.append_message(session_id, text_message("m1", "hello"))
+    assert manager.get_latest_leaf(session_id) is not None
+    assert _manager(make_store).delete(session_id)
+    with pytest.raises(SessionNotFoundError):
+        manager.get_message(session_id, "m1")
+    assert session_id not in manager._sessions
+    with pytest.raises(SessionNotFoundError):
+        manager.get_latest_leaf(session_id)
+
+
+def test_a_storage_without_the_check_reads_the_registry_first(make_store: Callable[[], Any]) -> None:
+    manager = SessionManager.create(_StoreWithoutRegistryCheck(make_store()), namespace="tenant")
+    session_id = manager.create("elsewhere").id
+    manager.append_message(session_id, text_message("m1", "hello"))
+    assert manager.get_message(session_id, "m1") == text_message("m1", "hello")
+    assert manager.get_latest_leaf(session_id) == text_message("m1", "hello")
+    intruder = SessionManager.create(_StoreWithoutRegistryCheck(make_store()), namespace="intruder")
+    with pytest.raises(NotFoundError):
+        intruder.get_message(session_id, "m1")
+    with pytest.raises(NotFoundError):
+        intruder.get_latest_leaf(session_id)
