@@ -23,15 +23,18 @@ CHECKOV := $(CHECKOV_VENV)/bin/checkov
 # One set-up at a time: `make serve` and `make test` started together both wait on VENV_LOCK (flock, util-linux),
 # and whoever gets it second finds the environment already built.
 VENV_LOCK := $(VENV).lock
-$(STAMP): pyproject.toml
+# The MCP function's pins constrain the dev environment, so its tests run the versions Lambda gets
+# (tests/package/test_mcp_function.py checks they agree); a new release of one of them changes neither.
+$(STAMP): pyproject.toml functions/mcp/requirements.txt
 	@command -v $(PYTHON) >/dev/null || { echo "make: $(PYTHON) not found; Threadloom needs Python 3.11 or newer: run make PYTHON=python3.X ..."; exit 1; }
 	@command -v flock >/dev/null || { echo "make: flock not found; install util-linux (apt-get install util-linux)"; exit 1; }
 	@exec 9>$(VENV_LOCK) && flock 9 && \
-	if [ -f $(STAMP) ] && [ $(STAMP) -nt pyproject.toml ]; then echo "Set-up done by another make."; exit 0; fi && \
+	if [ -f $(STAMP) ] && [ $(STAMP) -nt pyproject.toml ] && [ $(STAMP) -nt functions/mcp/requirements.txt ]; then \
+		echo "Set-up done by another make."; exit 0; fi && \
 	echo "First-run set-up: creating $(VENV) with $$($(PYTHON) --version) and installing Threadloom and its test tools (2-3 minutes, once)..." && \
 	{ test -x $(BIN)/python || $(PYTHON) -m venv $(VENV); } && \
 	$(BIN)/python -m pip install --quiet --upgrade pip && \
-	$(BIN)/python -m pip install --quiet -e '.[dev]' && \
+	$(BIN)/python -m pip install --quiet -c functions/mcp/requirements.txt -e '.[dev]' && \
 	touch $(STAMP) && \
 	echo "Set-up done."
 
