@@ -46,6 +46,9 @@ def _clone(folder: Path, *, without_lock: bool = False) -> None:
         makefile = makefile.replace("exec 9>$(VENV_LOCK) && flock 9 && \\", "true && \\")
     (folder / "Makefile").write_text(makefile)
     (folder / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    pins = folder / "functions" / "mcp" / "requirements.txt"  # the set-up's constraints, as in a clone
+    pins.parent.mkdir(parents=True)
+    pins.write_text("mcp==2.1.1\n")
     fake = folder / "fake-python"
     fake.write_text(FAKE_PYTHON)
     fake.chmod(0o755)
@@ -76,6 +79,8 @@ def test_two_makes_started_together_both_succeed_and_build_once(tmp_path: Path) 
     assert "clash" not in log
     assert log.count("venv") == 1
     assert sum(line.startswith("pip ") for line in log) == 2  # upgrade pip + install, once
+    # the install is held to the MCP function's pins, so the tests run what that function ships
+    assert any("-c functions/mcp/requirements.txt -e .[dev]" in line for line in log), log
     assert any("Set-up done by another make." in result.stdout for result in results)
     assert (folder / ".venv" / ".installed").exists()
 
