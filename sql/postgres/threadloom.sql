@@ -1481,7 +1481,7 @@ INSERT INTO threadloom_schema_migrations (version, name) VALUES (26, '0026_appen
 -- Answers: 'updated:' and the latest leaf's running estimate (empty if the session has none), which the
 -- status event after an edit reports without another round trip; 'session' (the namespace does not hold
 -- the session), 'message' (no such message) or 'overlay'.
--- The lock timeout is set before the lock, for this transaction only.
+-- It is sent after the timeouts statement, which sets the lock and statement timeouts for its transaction.
 CREATE FUNCTION threadloom_update_message(
     p_namespace    TEXT,
     p_session_id   TEXT,
@@ -1489,8 +1489,7 @@ CREATE FUNCTION threadloom_update_message(
     p_role         TEXT,
     p_content      TEXT,
     p_tokens       BIGINT,
-    p_vector       TEXT,
-    p_lock_timeout TEXT
+    p_vector       TEXT
 ) RETURNS TEXT
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
@@ -1499,9 +1498,6 @@ DECLARE
     v_leaf_tokens   BIGINT;
     v_below         TEXT[];
 BEGIN
-    IF p_lock_timeout IS NOT NULL THEN
-        PERFORM set_config('lock_timeout', p_lock_timeout, true);
-    END IF;
     IF p_namespace IS NOT NULL AND NOT EXISTS (
         SELECT 1 FROM threadloom_sessions WHERE namespace = p_namespace AND id = p_session_id
     ) THEN

@@ -432,30 +432,24 @@ class SessionManager:
         expected_leaf_id: str | None = None,
     ) -> AppendResult:
         """Append to a session of this namespace and stamp its activity, a retry's too (else ``NotFoundError``)."""
-        return self._append_registered(
+        return self._in_registered_session(
             session_id,
             lambda session, registered: session.append_message(
                 message, parent_id, expected_leaf_id=expected_leaf_id, registered=registered
             ),
+            stamps=True,
         )
-
-    def _append_registered(self, session_id: str, append: Callable[[Session, bool], _Done]) -> _Done:
-        """Run ``append(session, registered)`` so that it checks the session is this namespace's and stamps it.
-
-        On the SQL stores the check, the stamp and the append are one transaction (one round trip
-        on PostgreSQL), so a session deleted meanwhile gets nothing; over another storage the
-        session is checked first and stamped after, in three steps.
-        """
-        return self._in_registered_session(session_id, append, stamps=True)
 
     def _in_registered_session(
         self, session_id: str, action: Callable[[Session, bool], _Done], *, stamps: bool = False
     ) -> _Done:
         """Run ``action(session, registered)``: with ``registered`` the storage checks the namespace itself.
 
-        A storage that cannot (:attr:`Session.checks_registry` false) gets the registry read first
-        and, with ``stamps``, the activity stamp after. An id that is not (or no longer) this
-        namespace's, or one the action refused before the session was ever kept, stays uncached.
+        On the SQL stores an append's check, stamp and write are then one transaction (one round trip
+        on PostgreSQL), so a session deleted meanwhile gets nothing. A storage that cannot
+        (:attr:`Session.checks_registry` false) gets the registry read first and, with ``stamps``, the
+        activity stamp after. An id that is not (or no longer) this namespace's, or one the action
+        refused before the session was ever kept, stays uncached.
         """
         if not isinstance(session_id, str):
             raise NotFoundError(f"Session {session_id!r} not found")
@@ -492,8 +486,10 @@ class SessionManager:
         """Append a chain atomically; an omitted parent attaches to the latest leaf (D10)."""
         if not isinstance(messages, list):
             raise ValidationError("messages must be a list")
-        return self._append_registered(
-            session_id, lambda session, registered: session.append_messages(messages, parent_id, registered=registered)
+        return self._in_registered_session(
+            session_id,
+            lambda session, registered: session.append_messages(messages, parent_id, registered=registered),
+            stamps=True,
         )
 
     def append_chain(
@@ -505,11 +501,12 @@ class SessionManager:
         expected_leaf_id: str | None = None,
     ) -> builtins.list[AppendResult]:
         """Like :meth:`append_all`, with one result per message and an optional stale-leaf guard."""
-        return self._append_registered(
+        return self._in_registered_session(
             session_id,
             lambda session, registered: session.append_chain(
                 messages, parent_id, expected_leaf_id=expected_leaf_id, registered=registered
             ),
+            stamps=True,
         )
 
     def get_history(self, session_id: str, leaf_id: str | None = None) -> builtins.list[Message]:

@@ -702,8 +702,7 @@ class PostgresSql(SqlDialect):
     # 'session' or 'message' (not found) or 'overlay' (nothing written: take the shared path).
     update_one = (
         "SELECT threadloom_update_message(CAST(:namespace AS text), CAST(:sid AS text), CAST(:id AS text), "
-        "CAST(:role AS text), CAST(:content AS text), CAST(:tokens AS bigint), CAST(:vector AS text), "
-        "CAST(:lock_timeout AS text))"
+        "CAST(:role AS text), CAST(:content AS text), CAST(:tokens AS bigint), CAST(:vector AS text))"
     )
     raw_path = (
         "WITH RECURSIVE path(id, parent_id, content, depth) AS ("

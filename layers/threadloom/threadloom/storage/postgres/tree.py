@@ -238,7 +238,6 @@ class PostgresSessionProvider(SqlSessionProvider):
             content=prepared.content,
             tokens=prepared.tokens,
             vector=to_tsvector_literal(prepared.text),
-            lock_timeout=None,  # set with the statement timeout by the timeouts statement: a subtree walk can be long
         )
         answer: str = database.execute_once(PostgresSql.update_one, params)[0][0]
         outcome, _, leaf_tokens = answer.partition(":")
