@@ -9,7 +9,7 @@ from typing import Any
 import pg8000.native
 import pytest
 from threadloom import PostgresStore, Session, SessionManager, StorageUnavailableError
-from threadloom.errors import StorageTimeoutError
+from threadloom.errors import NotFoundError, StorageTimeoutError
 from threadloom.storage.postgres import database as database_module
 from threadloom.storage.postgres.database import PostgresDatabase, ServerTimeouts
 
@@ -93,6 +93,28 @@ def test_an_edit_on_a_dead_connection_surfaces_and_sending_it_again_is_safe(
         "SELECT id, tokens, path_tokens FROM threadloom_messages WHERE session_id = 's' ORDER BY seq"
     )
     assert estimates[1][2] == estimates[0][1] + estimates[1][1]  # m2's running estimate moved once
+
+
+def test_a_deletion_on_a_dead_connection_surfaces_and_sending_it_again_is_safe(
+    make_store: Callable[[], Any], admin: Any, undetectable_death: None
+) -> None:
+    store = make_store()
+    session = Session.create(store).for_session("s")
+    for message_id in ("m1", "m2", "m3"):
+        session.append_message(text_message(message_id, f"{message_id} text"))
+    terminate(admin, backend_pid(store))
+    # A deletion of one message is one statement (migration 0028): it may or may not have committed
+    with pytest.raises(StorageUnavailableError, match="may or may not have been applied"):
+        session.delete_message("m2")
+    # sending it again deletes it if the first did not; once it is gone, the answer says so
+    session.delete_message("m2")
+    with pytest.raises(NotFoundError, match="Message 'm2' not found"):
+        session.delete_message("m2")
+    assert [m["id"] for m in session.get_history()] == ["m1", "m3"]
+    rows = store.database.query_once(
+        "SELECT id, depth, tokens, path_tokens FROM threadloom_messages WHERE session_id = 's' ORDER BY seq"
+    )
+    assert rows[1][1] == 1 and rows[1][3] == rows[0][2] + rows[1][2]  # m3 moved up once
 
 
 def test_a_single_statement_write_on_a_dead_connection_surfaces_and_is_not_replayed(

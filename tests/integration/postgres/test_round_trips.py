@@ -262,9 +262,11 @@ def test_editing_or_deleting_an_early_message_of_a_long_session_takes_a_few_roun
 
     An edit of the second message of a 10,000-message session took about 2 s on a local server (10,000
     round trips), more through RDS Proxy. An edit is now one call of ``threadloom_update_message``
-    (0027), which moves them all in one UPDATE. A delete's statements still run each on its own, in
-    order, so the trigger that keeps jump pointers sees every parent already moved when it re-parents
-    the chain below: depth, running estimate and jump stay consistent across batch boundaries.
+    (0027), which moves them all in one UPDATE. A deletion of several messages (``delete_messages``)
+    still sends its statements 256 to a round trip, each on its own, in order, so the trigger that keeps
+    jump pointers sees every parent already moved when it re-parents the chain below: depth, running
+    estimate and jump stay consistent across batch boundaries. A deletion of one message is one call of
+    ``threadloom_delete_message`` (0028), which moves the rows below one by one, parents first, inside it.
     """
     manager = runtime.manager("tenant")
     session_id = manager.create("long").id
@@ -284,6 +286,14 @@ def test_editing_or_deleting_an_early_message_of_a_long_session_takes_a_few_roun
     history = session.get_history()
     assert [message["id"] for message in history][:4] == ["m0", "m1", "m3", "m4"] and len(history) == 699
     assert session.get_path_length() == 699
+    with RoundTrips().counting() as sent:
+        session.delete_message("m3")  # m4 and the 695 below it move up a level, in the same call
+    assert len(sent) == 1 and "threadloom_delete_message(" in sent[0], sent
+    assert database.query_once(CONSISTENT_TREE, {"sid": session_id}) == [[0]]
+    history = session.get_history()
+    assert [message["id"] for message in history][:4] == ["m0", "m1", "m4", "m5"] and len(history) == 698
+    assert session.get_path_length() == 698
+    assert session.storage.get_token_estimate() == estimate_message_tokens(history)  # type: ignore[attr-defined]
 
 
 def test_an_edit_through_the_api_is_one_round_trip_with_the_tenant_check(runtime: Runtime) -> None:
@@ -313,6 +323,36 @@ def test_an_edit_through_the_api_is_one_round_trip_with_the_tenant_check(runtime
         update_message(manager, session_id, "m9", text_message("m9", "planted"), runtime.limits)
     assert len(sent) == 1, sent
     assert session.get_message("m1") == edited and session.get_message("m9") is None
+
+
+def test_a_deletion_through_the_api_is_one_round_trip_with_the_tenant_check_and_stamp(runtime: Runtime) -> None:
+    """``DELETE /sessions/{id}/messages/{messageId}``: it read the session, read the message, read the session
+    again, deleted in a transaction of a statement a round trip, read the estimate for the status event and
+    stamped the session: about sixteen round trips. Now one call (0028)."""
+    from threadloom.api.use_cases.messages import delete_message
+
+    manager = runtime.manager("tenant")
+    session_id = manager.create("deleted over http").id
+    for index in range(5):
+        manager.append_message(session_id, text_message(f"m{index}", f"line {index}"))
+    newer = manager.create("newer").id
+    session = manager.get_session(session_id)
+    statuses: list[dict[str, Any]] = []
+    session.on_event(statuses.append)
+    with RoundTrips().counting() as sent:
+        delete_message(manager, session_id, "m2")
+    assert len(sent) == 1 and "threadloom_delete_message(" in sent[0], sent
+    assert [message["id"] for message in session.get_history()] == ["m0", "m1", "m3", "m4"]
+    assert statuses[-1]["tokenEstimate"] == session.estimate_tokens()
+    assert manager.list()[0].id == session_id != newer  # stamped in the same call
+    # another tenant's deletion is refused in the same one round trip and writes nothing; so is an unknown message
+    with RoundTrips().counting() as sent, pytest.raises(SessionNotFoundError):
+        delete_message(runtime.manager("other"), session_id, "m1")
+    assert len(sent) == 1, sent
+    with RoundTrips().counting() as sent, pytest.raises(NotFoundError, match="Message 'm9' not found"):
+        delete_message(manager, session_id, "m9")
+    assert len(sent) == 1, sent
+    assert [message["id"] for message in session.get_history()] == ["m0", "m1", "m3", "m4"]
 
 
 def test_reading_a_message_or_the_leaf_through_the_api_is_one_statement_with_the_tenant_check(

@@ -557,6 +557,19 @@ class SessionManager:
         self.get_session(session_id).delete_messages(message_ids)
         self._touch(session_id)
 
+    def delete_message(self, session_id: str, message_id: str) -> None:
+        """Delete one stored message of a session of this namespace (else ``NotFoundError``) and stamp its activity.
+
+        On the SQL stores the check, the deletion and the stamp are one transaction (one round trip on
+        PostgreSQL unless a compaction overlay starts or ends at or below the message); an unknown
+        message stamps nothing. Over another storage the session is checked first and stamped after.
+        """
+        self._in_registered_session(
+            session_id,
+            lambda session, registered: session.delete_message(message_id, registered=registered),
+            stamps=True,
+        )
+
     # ------------------------------------------------------- fork and compact
 
     def fork(self, session_id: str, at_message_id: str, name: str) -> SessionInfo:

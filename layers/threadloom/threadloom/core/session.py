@@ -23,7 +23,7 @@ from threadloom.compaction.queue import CompactionRequest
 from threadloom.core.context import ContextBlocks, ContextConfig
 from threadloom.core.events import EventEmitter
 from threadloom.core.skills import reclaim_loaded_skill
-from threadloom.errors import CompactionError, ConflictError, ThreadloomError, ValidationError
+from threadloom.errors import CompactionError, ConflictError, NotFoundError, ThreadloomError, ValidationError
 from threadloom.limits import DEFAULT_LIMITS, Limits, check_text
 from threadloom.providers.protocols import RegistryCheckedSessionProvider
 from threadloom.records import (
@@ -439,6 +439,29 @@ class Session:
         self._ensure_ready()
         self._storage.delete_messages(list(message_ids))
         self._emit_status("idle")
+        self._events.emit_change("delete")
+
+    def delete_message(self, message_id: str, *, registered: bool = False) -> None:
+        """Delete one stored message as :meth:`delete_messages` does; :class:`NotFoundError` if none has that id.
+
+        ``registered`` (a :class:`SessionManager`'s deletion): the storage checks, in the deletion's own
+        transaction, that the session's namespace holds it (else :class:`SessionNotFoundError`) and stamps
+        its activity. A storage without a one-message deletion gets a read and :meth:`delete_messages`.
+        """
+        self._ensure_ready()
+        storage = self._storage
+        if registered:
+            self._require_registry_check()
+            leaf_tokens = storage.delete_message(message_id, registered_in=self.namespace)
+        elif callable(getattr(storage, "delete_message", None)):
+            leaf_tokens = storage.delete_message(message_id)
+        else:
+            if not isinstance(message_id, str) or storage.get_message(message_id) is None:
+                raise NotFoundError(f"Message {message_id!r} not found in session {self.session_id!r}")
+            storage.delete_messages([message_id])
+            leaf_tokens = None
+        # A storage may answer with the new leaf's running estimate (PostgreSQL's one-call deletion).
+        self._emit_status("idle", leaf_tokens=leaf_tokens if isinstance(leaf_tokens, int) else None)
         self._events.emit_change("delete")
 
     def clear_messages(self) -> None:

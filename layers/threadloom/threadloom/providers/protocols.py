@@ -120,10 +120,10 @@ class SessionProvider(Protocol):
 
 @runtime_checkable
 class RegistryCheckedSessionProvider(Protocol):
-    """A session provider whose append (and edit) can check the session registry in its own transaction.
+    """A session provider whose append (edit, deletion) can check the session registry in its own transaction.
 
     A manager's append then needs no read of the registry before it and no stamp after it (the SQL
-    stores: one round trip on PostgreSQL instead of three); a manager's edit, no read before it.
+    stores: one round trip on PostgreSQL instead of three); a manager's edit or deletion, no read before it.
     """
 
     def append_message(
@@ -145,6 +145,8 @@ class RegistryCheckedSessionProvider(Protocol):
     ) -> list[AppendResult]: ...
 
     def update_message(self, message: Message, *, registered_in: str | None = None) -> int | None: ...
+
+    def delete_message(self, message_id: str, *, registered_in: str | None = None) -> int | None: ...
 
     def stamp_registered(self, tx: Any, namespace: str) -> None: ...
 

@@ -430,41 +430,62 @@ class SqlSessionProvider:
             return
         with self._database.write() as tx:
             self._lock_head(tx)
-            parents: dict[str, str | None] = {}
-            for message_id in doomed:
-                meta = tx.query(self._sql.get_message_meta, self._params(id=message_id))
-                if meta:
-                    parents[message_id] = meta[0][0]
-            if not parents:
-                return
+            self._delete_locked(tx, doomed)
 
-            def surviving_ancestor(message_id: str) -> str | None:
-                ancestor = parents[message_id]
-                while ancestor is not None and ancestor in parents:
-                    ancestor = parents[ancestor]
-                return ancestor
+    def delete_message(self, message_id: str, *, registered_in: str | None = None) -> int | None:
+        """Delete one stored message as :meth:`delete_messages` does, or raise :class:`NotFoundError`.
 
-            moved: list[str] = []
-            for message_id in parents:
-                for (child,) in tx.query(self._sql.get_child_ids, self._params(id=message_id)):
-                    if child not in parents:
-                        tx.execute(
-                            self._sql.reparent_message,
-                            self._params(id=child, parent_id=surviving_ancestor(message_id)),
-                        )
-                        moved.append(child)
-            affected = set(moved)
-            for message_id in parents:
-                for compaction_id, from_id, to_id in tx.query(
-                    self._sql.compactions_touching, self._params(id=message_id)
-                ):
-                    tx.execute(self._sql.delete_compaction, self._params(id=compaction_id))
-                    affected.update(node for node in (from_id, to_id) if node not in parents)
-                if self._sql.unindex_message:
-                    tx.execute(self._sql.unindex_message, self._params(id=message_id))
-                tx.execute(self._sql.delete_message, self._params(id=message_id))
-            self._recompute_subtrees(tx, sorted(affected))
-            self._rescan_leaf(tx)
+        With ``registered_in`` (a manager's deletion) the same transaction first stamps the session's
+        activity in that namespace's registry, else :class:`SessionNotFoundError` and nothing is written;
+        a refused deletion rolls the stamp back. Returns None: the new leaf's estimate is not known here
+        (PostgreSQL's one-call deletion returns it).
+        """
+        if not isinstance(message_id, str):
+            raise NotFoundError(f"Message {message_id!r} not found in session {self.session_id!r}")
+        with self._database.write() as tx:
+            if registered_in is not None:
+                self.stamp_registered(tx, registered_in)
+            self._lock_head(tx)
+            if not self._delete_locked(tx, {message_id}):
+                raise NotFoundError(f"Message {message_id!r} not found in session {self.session_id!r}")
+        return None
+
+    def _delete_locked(self, tx: Executor, doomed: set[str]) -> bool:
+        """Delete the stored ones of ``doomed`` under the head's lock; whether any was stored."""
+        parents: dict[str, str | None] = {}
+        for message_id in doomed:
+            meta = tx.query(self._sql.get_message_meta, self._params(id=message_id))
+            if meta:
+                parents[message_id] = meta[0][0]
+        if not parents:
+            return False
+
+        def surviving_ancestor(message_id: str) -> str | None:
+            ancestor = parents[message_id]
+            while ancestor is not None and ancestor in parents:
+                ancestor = parents[ancestor]
+            return ancestor
+
+        moved: list[str] = []
+        for message_id in parents:
+            for (child,) in tx.query(self._sql.get_child_ids, self._params(id=message_id)):
+                if child not in parents:
+                    tx.execute(
+                        self._sql.reparent_message,
+                        self._params(id=child, parent_id=surviving_ancestor(message_id)),
+                    )
+                    moved.append(child)
+        affected = set(moved)
+        for message_id in parents:
+            for compaction_id, from_id, to_id in tx.query(self._sql.compactions_touching, self._params(id=message_id)):
+                tx.execute(self._sql.delete_compaction, self._params(id=compaction_id))
+                affected.update(node for node in (from_id, to_id) if node not in parents)
+            if self._sql.unindex_message:
+                tx.execute(self._sql.unindex_message, self._params(id=message_id))
+            tx.execute(self._sql.delete_message, self._params(id=message_id))
+        self._recompute_subtrees(tx, sorted(affected))
+        self._rescan_leaf(tx)
+        return True
 
     def clear_messages(self) -> None:
         """Remove every message, index row and overlay of the session."""

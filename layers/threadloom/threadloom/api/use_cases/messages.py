@@ -97,9 +97,7 @@ def update_message(
 
 
 def delete_message(manager: SessionManager, session_id: str, message_id: str) -> None:
-    session = require_session(manager, session_id)
-    require_message(session, session_id, message_id)
-    manager.delete_messages(session_id, [message_id])
+    manager.delete_message(session_id, message_id)
 
 
 def branches(

@@ -704,6 +704,12 @@ class PostgresSql(SqlDialect):
         "SELECT threadloom_update_message(CAST(:namespace AS text), CAST(:sid AS text), CAST(:id AS text), "
         "CAST(:role AS text), CAST(:content AS text), CAST(:tokens AS bigint), CAST(:vector AS text))"
     )
+    # A deletion of one message in one call (0028): with :namespace the session is checked first and stamped
+    # after; the answer is 'deleted', 'session', 'message' (not found) or 'overlay' (take the shared path).
+    delete_one = (
+        "SELECT threadloom_delete_message(CAST(:namespace AS text), CAST(:sid AS text), CAST(:id AS text), "
+        "CAST(:now AS timestamptz))"
+    )
     raw_path = (
         "WITH RECURSIVE path(id, parent_id, content, depth) AS ("
         f" SELECT id, parent_id, content, depth FROM threadloom_messages WHERE session_id = :sid AND id = {_LEAF}"

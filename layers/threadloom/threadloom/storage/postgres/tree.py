@@ -5,9 +5,13 @@ for a statement with parameters, the way pg8000 sends them), more through RDS Pr
 shared :class:`SqlSessionProvider` runs about eight statements per append inside an
 explicit transaction; here an append is one call of the ``threadloom_append`` function
 (created by the migrations) that performs the same steps in the same order under the same
-head-row lock, committed on its own. Hot reads are single statements for the same reason.
-Everything else, and the rare append whose id ends a compaction overlay (its running
-token estimate must be rebuilt in Python), goes through the shared code unchanged.
+head-row lock, committed on its own; an edit and a deletion of one message are one call each
+too. Hot reads are single statements for the same reason. Everything else, and the rare write
+near a compaction overlay's end (its running token estimate must be rebuilt in Python), goes
+through the shared code unchanged.
+
+Over 400 lines because each write a function takes over keeps its way back to the shared code
+beside it, where a reader checks that the two agree.
 """
 
 from __future__ import annotations
@@ -248,6 +252,26 @@ class PostgresSessionProvider(SqlSessionProvider):
         if outcome == "message":
             raise NotFoundError(f"Message {prepared.id!r} not found in session {self.session_id!r}")
         return super().update_message(message, registered_in=registered_in)  # 'overlay': nothing was written
+
+    def delete_message(self, message_id: str, *, registered_in: str | None = None) -> int | None:
+        """One call of ``threadloom_delete_message`` (0028): one round trip, the tenant's check and stamp included.
+
+        Returns the new leaf's running estimate, which the same call reads. A message with a compaction
+        overlay starting or ending at or below it takes the shared path: the overlays it breaks go, and
+        each remaining end's estimate is measured from its compacted history, here in Python.
+        """
+        if not isinstance(message_id, str):
+            raise NotFoundError(f"Message {message_id!r} not found in session {self.session_id!r}")
+        params = self._params(namespace=registered_in, id=message_id, now=utc_now())
+        answer: str = self._database.execute_once(PostgresSql.delete_one, params)[0][0]
+        outcome, _, leaf_tokens = answer.partition(":")
+        if outcome == "deleted":
+            return int(leaf_tokens) if leaf_tokens else None
+        if outcome == "session":
+            raise session_not_found(self.session_id)
+        if outcome == "message":
+            raise NotFoundError(f"Message {message_id!r} not found in session {self.session_id!r}")
+        return super().delete_message(message_id, registered_in=registered_in)  # 'overlay': nothing was written
 
     def _call_append(
         self,
