@@ -89,6 +89,26 @@ def test_children_move_to_the_parent_and_the_leaf_is_found_again(make_store: Cal
     assert session.get_latest_leaf() is None and session.get_history() == []
 
 
+def test_a_managers_delete_messages_of_one_id_is_that_deletion_and_skips_an_id_not_stored(
+    make_store: Callable[[], Any],
+) -> None:
+    """What an agent framework's "remove the last item" sends: one id, through the one-message deletion."""
+    manager = _manager(make_store)
+    fast, shared = _tree(manager, "fast"), _tree(manager, "shared")
+    manager.delete_messages(fast, ["m2"])
+    manager.get_session(shared).delete_messages(["m2"])
+    assert _shape(manager, fast) == _shape(manager, shared)
+    assert manager.list()[0].id == fast  # stamped
+    newer = manager.create("newer").id
+    manager.delete_messages(fast, ["m2"])  # no longer stored: skipped, and nothing stamped
+    assert manager.list()[0].id == newer
+    with pytest.raises(SessionNotFoundError):
+        _manager(make_store, "intruder").delete_messages(fast, ["m3"])
+    with pytest.raises(NotFoundError, match="Session 'no-such-session' not found"):
+        manager.delete_messages("no-such-session", ["m3"])
+    assert manager.get_session(fast).get_message("m3") is not None
+
+
 def test_a_deletion_stamps_the_session(make_store: Callable[[], Any]) -> None:
     manager = _manager(make_store)
     session_id = _tree(manager)

@@ -353,6 +353,11 @@ def test_a_deletion_through_the_api_is_one_round_trip_with_the_tenant_check_and_
         delete_message(manager, session_id, "m9")
     assert len(sent) == 1, sent
     assert [message["id"] for message in session.get_history()] == ["m0", "m1", "m3", "m4"]
+    # the library's delete_messages of one id (an agent framework removing its last item) is the same call
+    with RoundTrips().counting() as sent:
+        manager.delete_messages(session_id, ["m4"])
+    assert len(sent) == 1 and "threadloom_delete_message(" in sent[0], sent
+    assert [message["id"] for message in session.get_history()] == ["m0", "m1", "m3"]
 
 
 def test_reading_a_message_or_the_leaf_through_the_api_is_one_statement_with_the_tenant_check(

@@ -553,6 +553,19 @@ class SessionManager:
         )
 
     def delete_messages(self, session_id: str, message_ids: builtins.list[str]) -> None:
+        """Delete the stored ones of ``message_ids`` (ids not stored are skipped) and stamp the session.
+
+        One id is :meth:`delete_message`'s deletion (one round trip on PostgreSQL, what an agent
+        framework's "remove the last item" sends), except that an id not stored is skipped and stamps nothing.
+        """
+        if len(message_ids) == 1 and isinstance(message_ids[0], str):
+            try:
+                self.delete_message(session_id, message_ids[0])
+            except SessionNotFoundError:
+                raise
+            except NotFoundError:
+                pass
+            return
         self._require(session_id)
         self.get_session(session_id).delete_messages(message_ids)
         self._touch(session_id)
