@@ -522,6 +522,45 @@ def test_the_loaded_skills_are_read_once_when_first_needed(runtime: Runtime) -> 
     assert len([statement for statement in sent if "loaded_skills" in statement]) == 1, sent
 
 
+@pytest.mark.parametrize("scope", ["session", "subject"])
+def test_a_block_write_is_one_statement_with_its_version_and_the_pruning(
+    make_store: Callable[[], Any], scope: str
+) -> None:
+    """A versioned write was a transaction of a statement a round trip (start, the row's compare-and-set, the
+    version row, the pruning, commit): five. It is one statement of data-modifying CTEs now, so an append to
+    ``memory`` (the model's memory tool, ``PUT …/context/memory``) reads the block and writes it: two."""
+    from threadloom.api.use_cases.context import write_context_block
+    from threadloom.core.manager import SessionManager
+    from threadloom.errors import StaleVersionError
+    from threadloom.records import HistoryPolicy
+
+    store = make_store()
+    manager = (
+        SessionManager(store, namespace="tenant")
+        .with_context("memory", scope=scope)
+        .with_block_history(HistoryPolicy(keep_versions=3))
+    )
+    session_id = manager.create_session("written", subject_id="alice").id
+    session = manager.get_session(session_id)
+    session.append_context_block("memory", "first")
+    with RoundTrips().counting() as sent:
+        session.append_context_block("memory", "second")
+    assert len(sent) == 2 and "WITH written AS (" in sent[1], sent
+    with RoundTrips().counting() as sent:
+        block = session.replace_context_block("memory", "replaced", based_on_version=2)
+    assert len(sent) == 1 and block.content == "replaced", sent
+    with RoundTrips().counting() as sent, pytest.raises(StaleVersionError) as stale:
+        session.replace_context_block("memory", "late", based_on_version=2)
+    assert len(sent) == 2 and stale.value.current_version == 3, sent  # refused, then the current read once
+    for text in ("4", "5"):
+        session.replace_context_block("memory", text)
+    versions = [version.version for version in session.context_history("memory")[0]]
+    assert versions == [5, 4, 3]  # pruned in the same statement: the last three are kept
+    with RoundTrips().counting() as sent:
+        write_context_block(manager, session_id, "memory", content="over http", mode="append", limits=manager.limits)
+    assert len(sent) == 3, sent  # the session's check, the block's read, its write
+
+
 @pytest.mark.parametrize("stored_prompt", [False, True], ids=["first-open", "reopen"])
 def test_opening_a_session_with_a_subject_block_costs_at_most_one_more_round_trip(
     make_store: Callable[[], Any], stored_prompt: bool

@@ -123,6 +123,9 @@ class SqlDialect:
     shared_block_update: ClassVar[str]
     shared_block_insert: ClassVar[str]
     insert_block_version: ClassVar[str]
+    block_write_once: ClassVar[dict[str, dict[str, str]]] = {}
+    """PostgreSQL: a block's whole write as one statement, by scope table (``session``, ``shared``) and kind
+    (``any``, ``new``, ``if``); empty (SQLite): the write is a transaction of statements."""
     block_versions_page: ClassVar[str]
     get_block_version: ClassVar[str]
     prune_block_versions: ClassVar[str]

@@ -11,7 +11,7 @@ Over 400 lines because every statement of the backend is here: SQL stays in one 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from threadloom.search import parse_query, to_tsquery_literal, to_tsvector_literal
 from threadloom.storage.dialect import JUMP_SPAN, SqlDialect
@@ -88,6 +88,44 @@ _ISO_TIME = "to_char({column} AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\
 #: Key of the transaction-level advisory lock that serializes concurrent migrate() calls
 #: (the bytes of "threadlo"); released at COMMIT, so it never pins an RDS Proxy session.
 MIGRATION_LOCK_KEY: Final = int.from_bytes(b"threadlo", "big")
+
+
+def _block_write_once(
+    table: str, owner_columns: str, owner_values: str, conflict: str, owner_match: str
+) -> dict[str, str]:
+    """A versioned block write as one statement: the row's compare-and-set, its version row and the pruning.
+
+    Data-modifying CTEs of one statement, which commits on its own (one round trip): ``written`` is the
+    row's write (``any``: insert or move to the next version; ``new``: only from version 0; ``if``: only
+    from ``:based_on``), returning the new version or no row (the write was stale); ``logged`` adds the
+    version row; ``pruned`` drops the versions the history policy no longer keeps, never the new one
+    (it cannot see it: every part of a statement reads the same snapshot).
+    """
+    insert = (
+        f"INSERT INTO {table} AS b ({owner_columns}, key, content, version, updated_at) "
+        f"VALUES ({owner_values}, :key, :content, 1, CAST(:now AS timestamptz)) "
+        f"ON CONFLICT ({conflict}, key) DO UPDATE SET content = EXCLUDED.content, version = b.version + 1, "
+        "updated_at = EXCLUDED.updated_at"
+    )
+    rest = (
+        "), logged AS (INSERT INTO threadloom_block_versions (namespace, scope, owner_id, key, version, content, "
+        "size_bytes, source, session_id, message_ids, request_id, note, created_at) "
+        "SELECT :namespace, :scope, :owner, :key, w.version, :content, :size_bytes, :source, :session_id, "
+        ":message_ids, :request_id, :note, CAST(:now AS timestamptz) FROM written w RETURNING version"
+        "), pruned AS (DELETE FROM threadloom_block_versions v USING written w WHERE v.namespace = :namespace "
+        "AND v.scope = :scope AND v.owner_id = :owner AND v.key = :key AND (v.version < w.version - :keep_versions + 1 "
+        "OR (v.created_at < CAST(:cutoff AS timestamptz) AND v.version < w.version))"
+        ") SELECT version FROM logged"
+    )
+    return {
+        "any": f"WITH written AS ({insert} RETURNING b.version{rest}",
+        "new": f"WITH written AS ({insert} WHERE b.version = 0 RETURNING b.version{rest}",
+        "if": (
+            f"WITH written AS (UPDATE {table} SET content = :content, version = version + 1, "
+            f"updated_at = CAST(:now AS timestamptz) WHERE {owner_match} AND key = :key AND version = :based_on "
+            f"RETURNING version{rest}"
+        ),
+    }
 
 
 class PostgresSql(SqlDialect):
@@ -352,6 +390,23 @@ class PostgresSql(SqlDialect):
         "VALUES (:namespace, :scope, :subject, :key, :content, 1, CAST(:now AS timestamptz)) "
         "ON CONFLICT (namespace, scope, subject_id, key) DO NOTHING RETURNING version"
     )
+    # A block's whole write in one statement, by the table of its scope and the write's kind (block_versions.py).
+    block_write_once: ClassVar[dict[str, dict[str, str]]] = {
+        "session": _block_write_once(
+            "threadloom_context_blocks",
+            "namespace, session_id",
+            ":namespace, :sid",
+            "namespace, session_id",
+            "namespace = :namespace AND session_id = :sid",
+        ),
+        "shared": _block_write_once(
+            "threadloom_shared_blocks",
+            "namespace, scope, subject_id",
+            ":namespace, :scope, :subject",
+            "namespace, scope, subject_id",
+            "namespace = :namespace AND scope = :scope AND subject_id = :subject",
+        ),
+    }
     insert_block_version = (
         "INSERT INTO threadloom_block_versions (namespace, scope, owner_id, key, version, content, size_bytes, "
         "source, session_id, message_ids, request_id, note, created_at) "
