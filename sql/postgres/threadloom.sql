@@ -1556,16 +1556,20 @@ INSERT INTO threadloom_schema_migrations (version, name) VALUES (27, '0027_updat
 -- trigger (0005) reads each row's parent. It then stores the latest childless message as the leaf, as the
 -- shared code does. When a compaction overlay starts or ends at the message or below it, the function
 -- writes nothing and answers 'overlay': the client deletes through the shared code path, which removes the
--- overlays the deletion breaks and measures each remaining end from its compacted history.
+-- overlays the deletion breaks and measures each remaining end from its compacted history. When more than
+-- p_max_below messages are below it, it writes nothing and answers 'large': moving them one by one in this
+-- one statement (about 30 µs a row on a small server) could outlast the statement timeout, where the shared
+-- code sends them in batches of statements, each bounded by it.
 -- Answers: 'deleted:' and the new leaf's running estimate (empty if the session has no message left), which
 -- the status event after a deletion reports without another round trip; 'session' (the namespace does not
--- hold the session), 'message' (no such message: nothing written, nothing stamped) or 'overlay'.
+-- hold the session), 'message' (no such message: nothing written, nothing stamped), 'overlay' or 'large'.
 -- It is sent after the timeouts statement, which sets the lock and statement timeouts for its transaction.
 CREATE FUNCTION threadloom_delete_message(
     p_namespace  TEXT,
     p_session_id TEXT,
     p_id         TEXT,
-    p_now        TIMESTAMPTZ
+    p_now        TIMESTAMPTZ,
+    p_max_below  BIGINT
 ) RETURNS TEXT
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
@@ -1589,7 +1593,7 @@ BEGIN
         RETURN 'message';
     END IF;
     -- The message and every message below it, by level: OFFSET 0 keeps each step a probe of the children
-    -- index (0024).
+    -- index (0024). The walk stops one past the bound (a recursive query under a LIMIT is read lazily).
     WITH RECURSIVE below(id, level) AS (
         SELECT p_id, 0
         UNION ALL
@@ -1600,7 +1604,10 @@ BEGIN
               AND m.session_id = p_session_id AND m.parent_id = b.id OFFSET 0
         ) c
     )
-    SELECT array_agg(id ORDER BY level) INTO v_below FROM below;
+    SELECT array_agg(id ORDER BY level) INTO v_below FROM (SELECT id, level FROM below LIMIT p_max_below + 2) walked;
+    IF cardinality(v_below) - 1 > p_max_below THEN
+        RETURN 'large';
+    END IF;
     IF EXISTS (SELECT 1 FROM threadloom_compactions
                WHERE session_id = p_session_id
                  AND (from_message_id = ANY (v_below) OR to_message_id = ANY (v_below))) THEN

@@ -186,6 +186,33 @@ def test_a_storage_without_the_check_is_checked_first_and_stamped_after(make_sto
         manager.get_session(session_id).append_message(text_message("m2", "hello"), registered=True)
 
 
+def test_a_storage_without_the_check_refuses_every_manager_write_and_read_and_caches_nothing(
+    make_store: Callable[[], Any],
+) -> None:
+    """Over such a provider the registry is read first: another tenant's id is a SessionNotFoundError for a
+    one-message deletion, an edit and a read alike, and no refused id stays in the manager's cache."""
+    store = make_store()
+    owner = SessionManager.create(_StoreWithoutRegistryCheck(store), namespace="tenant")
+    session_id = owner.create("elsewhere").id
+    owner.append_message(session_id, text_message("m1", "hello"))
+    intruder = SessionManager.create(_StoreWithoutRegistryCheck(store), namespace="intruder")
+    refused = [
+        lambda target: intruder.delete_messages(target, ["m1"]),
+        lambda target: intruder.delete_message(target, "m1"),
+        lambda target: intruder.update_message(target, text_message("m1", "planted")),
+        lambda target: intruder.get_message(target, "m1"),
+        intruder.get_latest_leaf,
+    ]
+    for call in refused:
+        for target in (session_id, "no-such-session"):
+            with pytest.raises(SessionNotFoundError):
+                call(target)
+    assert not intruder._sessions
+    assert owner.get_session(session_id).get_message("m1") == text_message("m1", "hello")
+    owner.delete_messages(session_id, ["m1"])  # the owner's own deletion still goes through the read first
+    assert _ids(owner, session_id) == []
+
+
 @pytest.mark.parametrize("guarded", [False, True], ids=["chain", "guarded-chain"])
 def test_a_chain_is_checked_and_stamped_in_its_transaction(make_store: Callable[[], Any], guarded: bool) -> None:
     """``append_chain`` and ``append_all``; a guarded chain (``expected_leaf_id``) takes the shared path."""

@@ -48,9 +48,16 @@ class RoundTrips:
             self.sent.append("TOGETHER " + " | ".join(sql[:40] for sql, _ in statements))
             return send_together(database, connection, statements)
 
+        send_batch = PostgresDatabase.run_batch
+
+        def counted_batch(database: PostgresDatabase, connection: Any, statements: Any) -> Any:
+            self.sent.append("BATCH " + " | ".join(sql[:40] for sql, _ in statements))
+            return send_batch(database, connection, statements)
+
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(PostgresDatabase, "run_on", counted)
             patch.setattr(PostgresDatabase, "_run_together", counted_together)
+            patch.setattr(PostgresDatabase, "run_batch", counted_batch)
             yield self.sent
 
 
@@ -360,6 +367,33 @@ def test_a_deletion_through_the_api_is_one_round_trip_with_the_tenant_check_and_
     assert [message["id"] for message in session.get_history()] == ["m0", "m1", "m3"]
 
 
+def test_a_deletion_with_more_below_it_than_one_call_moves_takes_the_shared_path(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Moving a very large subtree row by row in one statement could outlast the statement timeout: past a
+    bound (``MOVED_IN_ONE_CALL``) the function writes nothing and answers 'large', and the shared code moves
+    the rows in batches of statements, each bounded by the timeout. The tree ends the same either way."""
+    from threadloom.storage.postgres.tree import PostgresSessionProvider
+
+    monkeypatch.setattr(PostgresSessionProvider, "MOVED_IN_ONE_CALL", 2)
+    manager = runtime.manager("tenant")
+    session_id = manager.create("bounded").id
+    for index in range(6):
+        manager.append_message(session_id, text_message(f"m{index}", f"line {index}"))
+    newer = manager.create("newer").id
+    with RoundTrips().counting() as sent:
+        manager.delete_message(session_id, "m1")  # four below it: past the bound
+    assert "threadloom_delete_message(" in sent[0] and len(sent) > 3, sent  # 'large', then the shared path
+    with RoundTrips().counting() as sent:
+        manager.delete_message(session_id, "m4")  # one below it: within
+    assert len(sent) == 1, sent
+    session = manager.get_session(session_id)
+    assert [message["id"] for message in session.get_history()] == ["m0", "m2", "m3", "m5"]
+    assert runtime.store.database.query_once(CONSISTENT_TREE, {"sid": session_id}) == [[0]]
+    assert session.storage.get_token_estimate() == estimate_message_tokens(session.get_history())  # type: ignore[attr-defined]
+    assert manager.list()[0].id == session_id != newer  # the shared path stamped it too
+
+
 def test_reading_a_message_or_the_leaf_through_the_api_is_one_statement_with_the_tenant_check(
     runtime: Runtime,
 ) -> None:
@@ -559,6 +593,37 @@ def test_a_block_write_is_one_statement_with_its_version_and_the_pruning(
     with RoundTrips().counting() as sent:
         write_context_block(manager, session_id, "memory", content="over http", mode="append", limits=manager.limits)
     assert len(sent) == 3, sent  # the session's check, the block's read, its write
+
+
+def test_deleting_a_session_sends_its_removals_together(runtime: Runtime) -> None:
+    """Removing a session and what derives from it was a transaction of a statement a round trip (about
+    fifteen), then the frozen prompt's deletion in a transaction of its own (three). The removals return no
+    rows, so they go in one batch after the session's row is locked; the prompt's deletion is one statement."""
+    manager = runtime.manager("tenant")
+    session_id = manager.create("doomed").id
+    session = manager.get_session(session_id)
+    for index in range(3):
+        manager.append_message(session_id, text_message(f"m{index}", f"line {index}"))
+    session.append_context_block("memory", "a note")
+    session.freeze_system_prompt()
+    kept = manager.create("kept").id
+    manager.append_message(kept, text_message("k0", "kept line"))
+    manager.get_session(kept).append_context_block("memory", "kept note")
+    with RoundTrips().counting() as sent:
+        assert manager.delete(session_id)
+    assert len(sent) == 5, sent  # start, lock the row, the removals, commit; the prompt
+    assert [statement.split()[0] for statement in sent] == ["START", "SELECT", "BATCH", "COMMIT", "DELETE"], sent
+    database = runtime.store.database
+    for table in ("threadloom_messages", "threadloom_session_heads", "threadloom_context_blocks"):
+        assert database.query_once(f"SELECT count(*) FROM {table} WHERE session_id = :sid", {"sid": session_id}) == [
+            [0]
+        ], table
+    assert manager.get(session_id) is None and not manager.search("line 1")
+    assert [message["id"] for message in manager.get_history(kept)] == ["k0"]  # the other session is untouched
+    assert manager.get_session(kept).read_context_block("memory").content == "kept note"  # type: ignore[union-attr]
+    with RoundTrips().counting() as sent:
+        assert not manager.delete(session_id)
+    assert len(sent) == 3, sent  # start, the lock finds nothing, commit
 
 
 @pytest.mark.parametrize("stored_prompt", [False, True], ids=["first-open", "reopen"])

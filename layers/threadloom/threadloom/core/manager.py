@@ -255,7 +255,7 @@ class SessionManager:
     def _require(self, session_id: str) -> SessionInfo:
         info = self._registry.get(session_id) if isinstance(session_id, str) else None
         if info is None:
-            raise NotFoundError(f"Session {session_id!r} not found")
+            raise SessionNotFoundError(f"Session {session_id!r} not found")
         return info  # type: ignore[no-any-return]
 
     def create_session(
@@ -455,13 +455,13 @@ class SessionManager:
             raise NotFoundError(f"Session {session_id!r} not found")
         known = session_id in self._sessions
         session = self.get_session(session_id)
-        if not session.checks_registry:
-            self._require(session_id)
-            result = action(session, False)
-            if stamps:
-                self._touch(session_id)
-            return result
         try:
+            if not session.checks_registry:
+                self._require(session_id)
+                result = action(session, False)
+                if stamps:
+                    self._touch(session_id)
+                return result
             return action(session, True)
         except Exception as error:
             if isinstance(error, SessionNotFoundError) or not known:

@@ -219,17 +219,19 @@ def get_version(database: Database, sql: type[SqlDialect], owner: BlockOwner, ve
     return version_from_row(rows[0]) if rows else None
 
 
-def remove_session_versions(tx: Executor, sql: type[SqlDialect], namespace: str, session_id: str) -> None:
+def session_versions_removal(sql: type[SqlDialect], namespace: str, session_id: str) -> list[tuple[str, Params]]:
     """A removed session's own block versions go; the versions it made of shared blocks lose their link to it."""
-    tx.execute(sql.delete_owner_versions, {"namespace": namespace, "scope": "session", "owner": session_id})
-    tx.execute(sql.unlink_session_versions, {"namespace": namespace, "sid": session_id})
+    return [
+        (sql.delete_owner_versions, {"namespace": namespace, "scope": "session", "owner": session_id}),
+        (sql.unlink_session_versions, {"namespace": namespace, "sid": session_id}),
+    ]
 
 
 __all__ = [
     "BlockOwner",
     "get_version",
-    "remove_session_versions",
     "read_current",
+    "session_versions_removal",
     "version_from_row",
     "versions_page",
     "write_version",

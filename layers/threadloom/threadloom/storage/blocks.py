@@ -170,13 +170,16 @@ class SqlPromptStore(SqlContextProvider):
         return str(rows[0][0]) if rows else content
 
     def set(self, content: str) -> None:
-        """Store the prompt (a cache of what the blocks rendered: not a block change, no version)."""
-        with self._database.write() as tx:
-            tx.execute(self._sql.upsert_block, {**self._row(), "content": content, "now": utc_now()})
+        """Store the prompt (a refresh): one statement, committed as :meth:`set_if_absent` commits it.
+
+        A cache of what the blocks rendered, not a block change, so it has no version.
+        """
+        self._database.execute_once(
+            self._sql.upsert_block, {**self._row(), "content": content, "now": utc_now()}, durable=False
+        )
 
     def delete(self) -> None:
-        with self._database.write() as tx:
-            tx.execute(self._sql.delete_block, self._row())
+        self._database.execute_once(self._sql.delete_block, self._row())
 
 
 class SqlSkillState:

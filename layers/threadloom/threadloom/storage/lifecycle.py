@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 from threadloom.core.messages import parse_stored_message
 from threadloom.errors import ConflictError, ValidationError
-from threadloom.storage.block_versions import remove_session_versions, version_from_row, version_values
+from threadloom.storage.block_versions import version_from_row, version_values
 from threadloom.storage.database import to_timestamp_text
-from threadloom.storage.registry import session_id_secret
+from threadloom.storage.registry import session_id_secret, session_removal
 from threadloom.storage.snapshot import (
     BlockRow,
     CompactionRow,
@@ -267,18 +267,7 @@ class SqlLifecycleStorage:
                 loaded_skills=[row[0] for row in tx.query(self._sql.get_loaded_skills, sid)],
                 block_versions=int(tx.query(self._sql.count_owner_versions, versions)[0][0]),
             )
-            remove_session_versions(tx, self._sql, namespace, session_id)
-            if self._sql.unindex_session:
-                tx.execute(self._sql.unindex_session, sid)
-            tx.execute(self._sql.clear_messages, sid)
-            tx.execute(self._sql.clear_compactions, sid)
-            tx.execute(self._sql.delete_head, sid)
-            tx.execute(self._sql.delete_session_blocks, owner)
-            tx.execute(self._sql.clear_loaded_skills, sid)
-            tx.execute(self._sql.delete_session_compaction_requests, {**sid, "namespace": namespace})
-            for statement in self._sql.delete_session_reflections:
-                tx.execute(statement, {**sid, "namespace": namespace})
-            tx.execute(self._sql.delete_session, key)
+            tx.execute_all(session_removal(self._sql, namespace, session_id))
         return removed
 
     def erase_subject_blocks(self, namespace: str, subject_id: str) -> RemovedSubjectBlocks:

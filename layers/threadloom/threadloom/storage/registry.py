@@ -17,17 +17,39 @@ from threadloom.errors import StorageError, ValidationError
 from threadloom.limits import DEFAULT_LIMITS, Limits, check_text
 from threadloom.providers.protocols import BlockRead
 from threadloom.records import SearchResult, SessionInfo, SessionOverview
-from threadloom.storage.block_versions import remove_session_versions
+from threadloom.storage.block_versions import session_versions_removal
 from threadloom.storage.database import to_timestamp_text
 
 if TYPE_CHECKING:
     import builtins
     from collections.abc import Callable, Sequence
 
-    from threadloom.storage.database import Database, Executor, Row
+    from threadloom.storage.database import Database, Executor, Params, Row
     from threadloom.storage.dialect import SqlDialect
 
 NO_LIMIT = 2**62
+
+
+def session_removal(sql: type[SqlDialect], namespace: str, session_id: str) -> list[tuple[str, Params]]:
+    """Every statement that removes a session and what derives from it (contract D12), its row last.
+
+    They return no rows, so a transaction sends them together (on PostgreSQL many to a round trip).
+    """
+    sid: Params = {"sid": session_id}
+    owner: Params = {"namespace": namespace, **sid}
+    statements: list[tuple[str, Params]] = [(sql.unindex_session, sid)] if sql.unindex_session else []
+    statements += [
+        (sql.clear_messages, sid),
+        (sql.clear_compactions, sid),
+        (sql.delete_head, sid),
+        (sql.delete_session_blocks, owner),
+        *session_versions_removal(sql, namespace, session_id),
+        (sql.clear_loaded_skills, sid),
+        (sql.delete_session_compaction_requests, owner),
+        *((statement, owner) for statement in sql.delete_session_reflections),
+        (sql.delete_session, {"namespace": namespace, "id": session_id}),
+    ]
+    return statements
 
 
 class SqlSessionRegistry:
@@ -239,22 +261,10 @@ class SqlSessionRegistry:
         The session's row is locked first, before its head row: the order in which a manager's
         append (which stamps the row) takes them, so the two cannot deadlock.
         """
-        sid = {"sid": session_id}
         with self._database.write() as tx:
             if not tx.query(self._sql.lock_session, {"namespace": self.namespace, "id": session_id}):
                 return False
-            if self._sql.unindex_session:
-                tx.execute(self._sql.unindex_session, sid)
-            tx.execute(self._sql.clear_messages, sid)
-            tx.execute(self._sql.clear_compactions, sid)
-            tx.execute(self._sql.delete_head, sid)
-            tx.execute(self._sql.delete_session_blocks, {"namespace": self.namespace, **sid})
-            remove_session_versions(tx, self._sql, self.namespace, session_id)
-            tx.execute(self._sql.clear_loaded_skills, sid)
-            tx.execute(self._sql.delete_session_compaction_requests, {"namespace": self.namespace, **sid})
-            for statement in self._sql.delete_session_reflections:
-                tx.execute(statement, {"namespace": self.namespace, **sid})
-            tx.execute(self._sql.delete_session, {"namespace": self.namespace, "id": session_id})
+            tx.execute_all(session_removal(self._sql, self.namespace, session_id))
         return True
 
     def search(self, query: str, *, limit: int = 20) -> builtins.list[SearchResult]:

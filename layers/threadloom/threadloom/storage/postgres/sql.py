@@ -760,10 +760,11 @@ class PostgresSql(SqlDialect):
         "CAST(:role AS text), CAST(:content AS text), CAST(:tokens AS bigint), CAST(:vector AS text))"
     )
     # A deletion of one message in one call (0028): with :namespace the session is checked first and stamped
-    # after; the answer is 'deleted', 'session', 'message' (not found) or 'overlay' (take the shared path).
+    # after; the answer is 'deleted', 'session', 'message' (not found), or 'overlay' or 'large' (more than
+    # :max_below messages below it): nothing written, take the shared path.
     delete_one = (
         "SELECT threadloom_delete_message(CAST(:namespace AS text), CAST(:sid AS text), CAST(:id AS text), "
-        "CAST(:now AS timestamptz))"
+        "CAST(:now AS timestamptz), CAST(:max_below AS bigint))"
     )
     raw_path = (
         "WITH RECURSIVE path(id, parent_id, content, depth) AS ("
