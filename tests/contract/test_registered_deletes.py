@@ -197,3 +197,40 @@ def test_a_deletion_around_a_compaction_overlay_keeps_every_estimate_right(
     assert ids[-2:] == (["m4", "m6"] if deleted == "m5" else ["m5", "m6"])
     if backend.startswith("postgres"):  # the function wrote nothing and answered 'overlay' only at or above m3
         assert taken == (["tenant"] if deleted != "m5" else []), taken
+
+
+@pytest.mark.parametrize("write", ["delete several", "clear"])
+def test_a_managers_deletion_of_several_and_clear_check_and_stamp_in_their_transaction(
+    make_store: Callable[[], Any], write: str
+) -> None:
+    """The session's check and stamp go first in the write's own transaction, so another tenant's call, or one
+    for a session deleted by another process meanwhile, writes nothing (not even the session's head row)."""
+
+    def run(manager: SessionManager, session_id: str) -> None:
+        if write == "clear":
+            manager.clear_messages(session_id)
+        else:
+            manager.delete_messages(session_id, ["m3", "b2", "not-stored"])
+
+    manager = _manager(make_store)
+    session_id = _tree(manager)
+    newer = manager.create("newer").id
+    with pytest.raises(SessionNotFoundError):
+        run(_manager(make_store, "intruder"), session_id)
+    assert len(manager.get_history(session_id)) == 4 and manager.list()[0].id == newer
+    run(manager, session_id)
+    assert manager.list()[0].id == session_id  # stamped
+    expected = [] if write == "clear" else ["m1", "m2", "b1"]
+    assert [message["id"] for message in manager.get_history(session_id)] == expected
+    # a session deleted by another process after this manager cached it: refused, nothing of it comes back
+    empty = manager.create("emptied").id
+    manager.get_session(empty)
+    assert _manager(make_store).delete(empty)
+    with pytest.raises(SessionNotFoundError):
+        run(manager, empty)
+    assert empty not in manager._sessions
+    storage: Any = manager.get_session(session_id).storage
+    rows = storage._database.query_once(
+        "SELECT count(*) FROM threadloom_session_heads WHERE session_id = :sid", {"sid": empty}
+    )
+    assert [list(row) for row in rows] == [[0]]

@@ -595,6 +595,29 @@ def test_a_block_write_is_one_statement_with_its_version_and_the_pruning(
     assert len(sent) == 3, sent  # the session's check, the block's read, its write
 
 
+def test_clearing_a_session_checks_and_stamps_it_in_the_clears_transaction(runtime: Runtime) -> None:
+    """``POST /sessions/{id}/clear`` read the session, cleared it in a transaction of a statement a round trip,
+    re-rendered the prompt and stamped the session after: fourteen round trips. The stamp now opens the clear's
+    transaction (a session deleted meanwhile gets nothing written) and the removals go together: ten."""
+    from threadloom.api.use_cases.messages import clear
+
+    manager = runtime.manager("tenant")
+    session_id = manager.create("cleared").id
+    for index in range(3):
+        manager.append_message(session_id, text_message(f"m{index}", f"line {index}"))
+    manager.get_session(session_id).freeze_system_prompt()
+    newer = manager.create("newer").id
+    with RoundTrips().counting() as sent:
+        clear(manager, session_id)
+    assert len(sent) == 10, sent  # and then the prompt re-rendered and stored, loaded skills forgotten, the estimate
+    assert sent[0].startswith("START") and "UPDATE threadloom_sessions" in sent[1], sent
+    assert any(statement.startswith("BATCH DELETE FROM threadloom_messages") for statement in sent), sent
+    assert manager.get_history(session_id) == [] and manager.list()[0].id == session_id != newer
+    with RoundTrips().counting() as sent, pytest.raises(SessionNotFoundError):
+        clear(runtime.manager("other"), session_id)
+    assert len(sent) == 3, sent  # start, the stamp finds no row in that namespace, rollback
+
+
 def test_deleting_a_session_sends_its_removals_together(runtime: Runtime) -> None:
     """Removing a session and what derives from it was a transaction of a statement a round trip (about
     fifteen), then the frozen prompt's deletion in a transaction of its own (three). The removals return no

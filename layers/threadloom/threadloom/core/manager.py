@@ -537,9 +537,10 @@ class SessionManager:
         return self.get_session(session_id).get_path_length()
 
     def clear_messages(self, session_id: str) -> None:
-        self._require(session_id)
-        self.get_session(session_id).clear_messages()
-        self._touch(session_id)
+        """Clear a session of this namespace; on the SQL stores checked and stamped in the clear's transaction."""
+        self._in_registered_session(
+            session_id, lambda session, registered: session.clear_messages(registered=registered), stamps=True
+        )
 
     def update_message(self, session_id: str, message: Message) -> None:
         """Rewrite a stored message of a session of this namespace (else ``NotFoundError``); no activity stamp.
@@ -557,6 +558,7 @@ class SessionManager:
 
         One id is :meth:`delete_message`'s deletion (one round trip on PostgreSQL, what an agent
         framework's "remove the last item" sends), except that an id not stored is skipped and stamps nothing.
+        Several are checked and stamped in the deletion's own transaction on the SQL stores.
         """
         if len(message_ids) == 1 and isinstance(message_ids[0], str):
             try:
@@ -566,9 +568,11 @@ class SessionManager:
             except NotFoundError:
                 pass
             return
-        self._require(session_id)
-        self.get_session(session_id).delete_messages(message_ids)
-        self._touch(session_id)
+        self._in_registered_session(
+            session_id,
+            lambda session, registered: session.delete_messages(message_ids, registered=registered),
+            stamps=True,
+        )
 
     def delete_message(self, session_id: str, message_id: str) -> None:
         """Delete one stored message of a session of this namespace (else ``NotFoundError``) and stamp its activity.

@@ -434,10 +434,17 @@ class Session:
         self._emit_status("idle", leaf_tokens=leaf_tokens if isinstance(leaf_tokens, int) else None)
         self._events.emit_change("update")
 
-    def delete_messages(self, message_ids: list[str]) -> None:
-        """Delete messages; their children are re-attached to the nearest surviving ancestor (D4)."""
+    def delete_messages(self, message_ids: list[str], *, registered: bool = False) -> None:
+        """Delete messages; their children are re-attached to the nearest surviving ancestor (D4).
+
+        ``registered`` (a :class:`SessionManager`'s deletion): as for :meth:`delete_message`.
+        """
         self._ensure_ready()
-        self._storage.delete_messages(list(message_ids))
+        if registered:
+            self._require_registry_check()
+            self._storage.delete_messages(list(message_ids), registered_in=self.namespace)
+        else:
+            self._storage.delete_messages(list(message_ids))
         self._emit_status("idle")
         self._events.emit_change("delete")
 
@@ -464,10 +471,17 @@ class Session:
         self._emit_status("idle", leaf_tokens=leaf_tokens if isinstance(leaf_tokens, int) else None)
         self._events.emit_change("delete")
 
-    def clear_messages(self) -> None:
-        """Delete every message and overlay, forget loaded skills and re-render the prompt."""
+    def clear_messages(self, *, registered: bool = False) -> None:
+        """Delete every message and overlay, forget loaded skills and re-render the prompt.
+
+        ``registered`` (a :class:`SessionManager`'s clear): as for :meth:`delete_message`.
+        """
         self._ensure_ready()
-        self._storage.clear_messages()
+        if registered:
+            self._require_registry_check()
+            self._storage.clear_messages(registered_in=self.namespace)
+        else:
+            self._storage.clear_messages()
         self.blocks.clear_skill_state()
         self.blocks.refresh_system_prompt()
         self._emit_status("idle")

@@ -423,14 +423,21 @@ class SqlSessionProvider:
                 self._recompute_subtrees(tx, [message["id"]])
         return None
 
-    def delete_messages(self, message_ids: list[str]) -> None:
-        """Delete messages; children move to the nearest surviving ancestor and broken overlays go (D4)."""
+    def delete_messages(self, message_ids: list[str], *, registered_in: str | None = None) -> None:
+        """Delete messages; children move to the nearest surviving ancestor and broken overlays go (D4).
+
+        With ``registered_in`` (a manager's deletion) the same transaction first stamps the session's
+        activity in that namespace's registry, else :class:`SessionNotFoundError` and nothing is written.
+        """
         doomed = {message_id for message_id in message_ids if isinstance(message_id, str)}
-        if not doomed:
+        if not doomed and registered_in is None:
             return
         with self._database.write() as tx:
-            self._lock_head(tx)
-            self._delete_locked(tx, doomed)
+            if registered_in is not None:
+                self.stamp_registered(tx, registered_in)
+            if doomed:
+                self._lock_head(tx)
+                self._delete_locked(tx, doomed)
 
     def delete_message(self, message_id: str, *, registered_in: str | None = None) -> int | None:
         """Delete one stored message as :meth:`delete_messages` does, or raise :class:`NotFoundError`.
@@ -487,15 +494,16 @@ class SqlSessionProvider:
         self._rescan_leaf(tx)
         return True
 
-    def clear_messages(self) -> None:
-        """Remove every message, index row and overlay of the session."""
+    def clear_messages(self, *, registered_in: str | None = None) -> None:
+        """Remove every message, index row and overlay of the session (``registered_in``: as for deletions)."""
         with self._database.write() as tx:
+            if registered_in is not None:
+                self.stamp_registered(tx, registered_in)
             self._lock_head(tx)
+            statements = [self._sql.clear_messages, self._sql.clear_compactions, self._sql.clear_head]
             if self._sql.unindex_session:
-                tx.execute(self._sql.unindex_session, self._params())
-            tx.execute(self._sql.clear_messages, self._params())
-            tx.execute(self._sql.clear_compactions, self._params())
-            tx.execute(self._sql.clear_head, self._params())
+                statements.insert(0, self._sql.unindex_session)
+            tx.execute_all([(statement, self._params()) for statement in statements])  # one round trip
 
     def add_compaction(
         self,
