@@ -618,6 +618,30 @@ def test_clearing_a_session_checks_and_stamps_it_in_the_clears_transaction(runti
     assert len(sent) == 3, sent  # start, the stamp finds no row in that namespace, rollback
 
 
+def test_a_fork_through_the_api_reads_the_parent_once(runtime: Runtime) -> None:
+    """``POST /sessions/{id}/fork`` checked the session and the message in the use case, again in the manager,
+    and read the parent a third time for its subject: fifteen round trips. The manager's own checks are
+    enough, and the parent's row, read once, gives the child its subject: twelve."""
+    from threadloom.api.use_cases.sessions import fork
+
+    manager = runtime.manager("tenant")
+    session_id = manager.create_session("parent", subject_id="alice").id
+    for index in range(4):
+        manager.append_message(session_id, text_message(f"m{index}", f"line {index}"))
+    with RoundTrips().counting() as sent:
+        child = fork(manager, session_id, "m2", "child")
+    assert len(sent) == 12, sent
+    assert sum(statement.startswith("SELECT SELECT id, name, parent_session_id") for statement in sent) == 1, sent
+    assert child.subject_id == "alice" and child.parent_session_id == session_id
+    copied = manager.get_history(child.id)
+    assert [message["parts"] for message in copied] == [text_message(f"m{i}", f"line {i}")["parts"] for i in range(3)]
+    with RoundTrips().counting() as sent, pytest.raises(NotFoundError, match="Message 'm9' not found"):
+        fork(manager, session_id, "m9", "nothing")
+    assert len(sent) == 2, sent  # the parent's row, the message: nothing created
+    with pytest.raises(SessionNotFoundError):
+        fork(runtime.manager("other"), session_id, "m2", "stolen")
+
+
 def test_deleting_a_session_sends_its_removals_together(runtime: Runtime) -> None:
     """Removing a session and what derives from it was a transaction of a statement a round trip (about
     fifteen), then the frozen prompt's deletion in a transaction of its own (three). The removals return no

@@ -280,6 +280,19 @@ class SessionManager:
         if subject_id is None and parent_session_id is not None:
             parent = self._registry.get(parent_session_id)
             subject_id = parent.subject_id if parent is not None else None
+        return self._create_checked(
+            name, parent_session_id=parent_session_id, model=model, source=source, subject_id=subject_id
+        )
+
+    def _create_checked(
+        self,
+        name: str,
+        *,
+        parent_session_id: str | None = None,
+        model: str | None = None,
+        source: str | None = None,
+        subject_id: str | None = None,
+    ) -> SessionInfo:
         return self._registry.create(  # type: ignore[no-any-return]
             name, parent_session_id=parent_session_id, model=model, source=source, subject_id=subject_id
         )
@@ -596,14 +609,16 @@ class SessionManager:
         whatever the history's length; other session providers get it appended through them. At
         most ``limits.max_fork_messages`` messages are copied (:class:`PayloadTooLargeError` beyond).
         """
-        self._require(session_id)
+        parent = self._require(session_id)
         source = self.get_session(session_id)
         copy_history = getattr(source.storage, "copy_history", None)  # HistoryCopyingSessionProvider
         if not callable(copy_history):
             return self.fork_by_appending(session_id, at_message_id, name)
         if source.get_message(at_message_id) is None:
             raise NotFoundError(f"Message {at_message_id!r} not found in session {session_id!r}")
-        info = self.create_session(name, parent_session_id=session_id)
+        self.limits.check_name(name, "session name")
+        # the child keeps its parent's subject, known from the check above: no second read of the parent
+        info = self._create_checked(name, parent_session_id=session_id, subject_id=parent.subject_id)
         try:
             new_ids = copy_history(at_message_id, info.id, limits=self.limits)
         except BaseException:

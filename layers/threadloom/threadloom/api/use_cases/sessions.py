@@ -20,7 +20,6 @@ from threadloom.api.paging import (
     model_size,
     page_size,
 )
-from threadloom.api.use_cases.common import require_message, require_session
 from threadloom.errors import NotFoundError, ValidationError
 
 if TYPE_CHECKING:
@@ -115,8 +114,7 @@ def delete_session(manager: SessionManager, session_id: str) -> None:
 
 
 def fork(manager: SessionManager, session_id: str, at_message_id: str, name: str) -> SessionOut:
-    session = require_session(manager, session_id)
-    require_message(session, session_id, at_message_id)
+    """The manager checks the session (404) and the message (404) itself, before anything is written."""
     return SessionOut.of(manager.fork(session_id, at_message_id, name))
 
 
