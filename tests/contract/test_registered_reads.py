@@ -79,3 +79,48 @@ def test_a_storage_without_the_check_reads_the_registry_first(make_store: Callab
         intruder.get_message(session_id, "m1")
     with pytest.raises(NotFoundError):
         intruder.get_latest_leaf(session_id)
+
+
+class _PromptElsewhere:
+    """A prompt store outside the session's store (as DynamoDBPromptStore is): it holds one prompt."""
+
+    def __init__(self) -> None:
+        self.prompt: str | None = None
+
+    def init(self, label: str) -> None:
+        pass
+
+    def get(self) -> str | None:
+        return self.prompt
+
+    def set(self, content: str) -> None:
+        self.prompt = content
+
+
+@pytest.mark.parametrize("kept", ["in the store", "elsewhere"])
+def test_the_frozen_prompt_is_read_from_a_session_of_the_namespace(make_store: Callable[[], Any], kept: str) -> None:
+    """``GET …/system-prompt`` on every turn: with the prompt in the session's own store the tenant's check is the
+    same statement; a prompt kept elsewhere is read after the registry. Either way another namespace gets nothing."""
+    store = make_store()
+
+    def manager(namespace: str) -> SessionManager:
+        built = SessionManager(store, namespace=namespace).with_context("memory")
+        if kept == "elsewhere":
+            return built.with_cached_prompt(per_session=lambda session_id: elsewhere)
+        return built.with_cached_prompt()
+
+    elsewhere = _PromptElsewhere()
+    owner = manager("tenant")
+    session_id = owner.create("prompted").id
+    session = owner.get_session(session_id)
+    session.append_context_block("memory", "Name: Alice")
+    assert session.frozen_prompt_checks_registry is (kept == "in the store")
+    assert manager("tenant").get_frozen_system_prompt(session_id) is None  # none frozen yet: nothing rendered
+    prompt = session.freeze_system_prompt()
+    assert "Name: Alice" in prompt
+    assert manager("tenant").get_frozen_system_prompt(session_id) == prompt
+    intruder = manager("intruder")
+    for target in (session_id, "no-such-session"):
+        with pytest.raises(SessionNotFoundError):
+            intruder.get_frozen_system_prompt(target)
+    assert not intruder._sessions

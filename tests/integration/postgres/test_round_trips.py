@@ -618,6 +618,26 @@ def test_clearing_a_session_checks_and_stamps_it_in_the_clears_transaction(runti
     assert len(sent) == 3, sent  # start, the stamp finds no row in that namespace, rollback
 
 
+def test_the_frozen_prompt_through_the_api_is_one_statement_with_the_tenant_check(runtime: Runtime) -> None:
+    """``GET /sessions/{id}/system-prompt``, which an agent asks for on every turn, read the session's row and
+    then the prompt: two round trips. A prompt already frozen is now one statement joining the two."""
+    from threadloom.api.use_cases.context import system_prompt
+
+    manager = runtime.manager("tenant")
+    session_id = manager.create("prompted").id
+    with RoundTrips().counting() as sent:
+        first = system_prompt(manager, session_id).system_prompt
+    assert len(sent) == 3, sent  # the check and the read (none frozen), the blocks, the prompt stored
+    counter = RoundTrips()
+    with counter.counting() as sent:
+        again = system_prompt(runtime.manager("tenant"), session_id).system_prompt
+    assert again == first and len(sent) == 1 and counter.timeouts == [False], sent
+    for other, target in ((runtime.manager("other"), session_id), (manager, "no-such-session")):
+        with RoundTrips().counting() as sent, pytest.raises(SessionNotFoundError):
+            system_prompt(other, target)
+        assert len(sent) == 1, sent
+
+
 def test_a_fork_through_the_api_reads_the_parent_once(runtime: Runtime) -> None:
     """``POST /sessions/{id}/fork`` checked the session and the message in the use case, again in the manager,
     and read the parent a third time for its subject: fifteen round trips. The manager's own checks are

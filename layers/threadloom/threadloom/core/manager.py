@@ -549,6 +549,22 @@ class SessionManager:
         self._require(session_id)
         return self.get_session(session_id).get_path_length()
 
+    def get_frozen_system_prompt(self, session_id: str) -> str | None:
+        """The session's stored frozen prompt, or None when none is frozen yet (nothing is rendered or stored).
+
+        A session of this namespace only (else ``SessionNotFoundError``): with the prompt in the session's
+        own SQL store, the check and the read are one statement (one round trip on PostgreSQL); a prompt kept
+        elsewhere (DynamoDB) is read after the registry.
+        """
+
+        def read(session: Session, registered: bool) -> str | None:
+            joined = registered and session.frozen_prompt_checks_registry
+            if registered and not joined:
+                self._require(session_id)
+            return session.get_frozen_system_prompt(registered=joined)
+
+        return self._in_registered_session(session_id, read)
+
     def clear_messages(self, session_id: str) -> None:
         """Clear a session of this namespace; on the SQL stores checked and stamped in the clear's transaction."""
         self._in_registered_session(

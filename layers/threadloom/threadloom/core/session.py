@@ -101,6 +101,7 @@ class Session:
         self._ready = False
         self._storage: Any = None
         self._checks_registry = False
+        self._prompt_in_store = False
         self._blocks: ContextBlocks | None = None
         self._skill_state: Any = None
         self._warned_noop = False
@@ -246,6 +247,7 @@ class Session:
         prompt_store: WritableContextProvider | None = None
         if self._cached_prompt == _AUTO:
             prompt_store = store.prompt_store(self.session_id, namespace=self.namespace) if store is not None else None
+            self._prompt_in_store = prompt_store is not None and callable(getattr(prompt_store, "get_registered", None))
         elif self._cached_prompt is not None:
             prompt_store = self._cached_prompt
         self._storage = store.session_provider(self.session_id) if store is not None else self._explicit_provider
@@ -287,6 +289,26 @@ class Session:
         """Whether ``append_message(..., registered=True)`` can check and stamp the registry (the SQL stores)."""
         self._ensure_ready()
         return self._checks_registry
+
+    @property
+    def frozen_prompt_checks_registry(self) -> bool:
+        """Whether the frozen prompt lives in the session's own store, whose read can join the registry's row."""
+        self._ensure_ready()
+        return self._prompt_in_store
+
+    def get_frozen_system_prompt(self, *, registered: bool = False) -> str | None:
+        """The stored frozen prompt, or None when none is frozen yet; it never renders or stores one.
+
+        ``registered`` (a :class:`SessionManager`'s read, :attr:`frozen_prompt_checks_registry`): the same
+        statement checks that the session's namespace holds it, else :class:`SessionNotFoundError`.
+        """
+        self._ensure_ready()
+        store: Any = self.blocks.prompt_store
+        if registered:
+            if not self._prompt_in_store:
+                raise ValidationError("This session's prompt store cannot check the session registry in its read")
+            return store.get_registered()  # type: ignore[no-any-return]
+        return store.get() if store is not None else None
 
     def _require_registry_check(self) -> None:
         if not self._checks_registry:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from threadloom.clock import utc_now
+from threadloom.errors import SessionNotFoundError
 from threadloom.providers.protocols import BlockRead
 from threadloom.records import BlockChange, HistoryPolicy
 from threadloom.storage import block_versions
@@ -154,6 +155,18 @@ class SqlSharedBlockProvider(SqlContextProvider):
 
 class SqlPromptStore(SqlContextProvider):
     """The frozen system prompt of one session: the first freeze wins across processes."""
+
+    def get_registered(self) -> str | None:
+        """The stored prompt, read with the check that the namespace's registry holds the session (one statement).
+
+        None when no prompt is frozen yet; :class:`SessionNotFoundError` when the namespace does not hold the
+        session. Found by keys, so it goes alone (no timeouts statement).
+        """
+        params = {"namespace": self.namespace, "sid": self.session_id or "", "key": self.key}
+        rows = self._database.query_once(self._sql.get_prompt_in_namespace, params, by_key=True)
+        if not rows:
+            raise SessionNotFoundError(f"Session {self.session_id!r} not found")
+        return _first_value(rows)
 
     def set_if_absent(self, content: str) -> str:
         """Store ``content`` unless a prompt is already stored; return whichever prompt is stored now.

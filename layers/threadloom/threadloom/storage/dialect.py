@@ -42,6 +42,7 @@ class SqlDialect:
     # The same reads with the tenant's check (:namespace): no row if the namespace does not hold the
     # session, else one row whose content is NULL when there is no such message (or no leaf).
     get_message_in_namespace: ClassVar[str]
+    get_prompt_in_namespace: ClassVar[str]
     get_latest_leaf_in_namespace: ClassVar[str]
     get_message_meta: ClassVar[str]
     insert_message: ClassVar[str]

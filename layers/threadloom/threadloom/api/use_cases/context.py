@@ -114,9 +114,13 @@ def context_window(manager: SessionManager, session_id: str, threshold: int | No
 
 
 def system_prompt(manager: SessionManager, session_id: str, *, refresh: bool = False) -> SystemPromptOut:
-    session = require_session(manager, session_id)
-    prompt = session.refresh_system_prompt() if refresh else session.freeze_system_prompt()
-    return SystemPromptOut(system_prompt=prompt)
+    """Every turn of an agent asks for it: a prompt already frozen is one read, the tenant's check joined to it."""
+    if refresh:
+        return SystemPromptOut(system_prompt=require_session(manager, session_id).refresh_system_prompt())
+    stored = manager.get_frozen_system_prompt(session_id)  # the session was checked here, found or not
+    if stored is not None:
+        return SystemPromptOut(system_prompt=stored)
+    return SystemPromptOut(system_prompt=manager.get_session(session_id).freeze_system_prompt())
 
 
 def session_tools(manager: SessionManager, session_id: str) -> dict[str, Tool]:

@@ -162,6 +162,12 @@ class PostgresSql(SqlDialect):
         "SELECT m.content FROM threadloom_sessions s LEFT JOIN threadloom_messages m "
         "ON m.session_id = s.id AND m.id = :id WHERE s.namespace = :namespace AND s.id = :sid"
     )
+    # The frozen prompt of a session the namespace holds: no row, not this namespace's session; a NULL, not frozen.
+    get_prompt_in_namespace = (
+        "SELECT b.content FROM threadloom_sessions s LEFT JOIN threadloom_context_blocks b "
+        "ON b.namespace = s.namespace AND b.session_id = s.id AND b.key = :key WHERE s.namespace = :namespace "
+        "AND s.id = :sid"
+    )
     get_latest_leaf_in_namespace = (
         "SELECT m.content FROM threadloom_sessions s "
         "LEFT JOIN threadloom_session_heads h ON h.session_id = s.id "
