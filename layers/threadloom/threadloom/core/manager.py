@@ -417,7 +417,8 @@ class SessionManager:
         """Erase the session and everything derived from it (D12); False if it did not exist."""
         session = self._sessions.pop(session_id, None)
         deleted = bool(self._registry.delete(session_id))
-        if deleted and session is not None:
+        # A prompt in the session's own store went with its other rows; one kept elsewhere is deleted here.
+        if deleted and session is not None and not session.frozen_prompt_checks_registry:
             prompt_store = session.blocks.prompt_store
             delete_prompt = getattr(prompt_store, "delete", None)
             if callable(delete_prompt):
