@@ -280,19 +280,6 @@ class SessionManager:
         if subject_id is None and parent_session_id is not None:
             parent = self._registry.get(parent_session_id)
             subject_id = parent.subject_id if parent is not None else None
-        return self._create_checked(
-            name, parent_session_id=parent_session_id, model=model, source=source, subject_id=subject_id
-        )
-
-    def _create_checked(
-        self,
-        name: str,
-        *,
-        parent_session_id: str | None = None,
-        model: str | None = None,
-        source: str | None = None,
-        subject_id: str | None = None,
-    ) -> SessionInfo:
         return self._registry.create(  # type: ignore[no-any-return]
             name, parent_session_id=parent_session_id, model=model, source=source, subject_id=subject_id
         )
@@ -635,7 +622,7 @@ class SessionManager:
             raise NotFoundError(f"Message {at_message_id!r} not found in session {session_id!r}")
         self.limits.check_name(name, "session name")
         # the child keeps its parent's subject, known from the check above: no second read of the parent
-        info = self._create_checked(name, parent_session_id=session_id, subject_id=parent.subject_id)
+        info: SessionInfo = self._registry.create(name, parent_session_id=session_id, subject_id=parent.subject_id)
         try:
             new_ids = copy_history(at_message_id, info.id, limits=self.limits)
         except BaseException:
