@@ -64,6 +64,10 @@ if TYPE_CHECKING:
 NO_BYTE_LIMIT = 2**62
 """A byte budget no page reaches (reads without ``max_bytes``)."""
 
+ESTIMATES_PER_STATEMENT = 10_000
+"""The most running estimates one statement rewrites after an edit (about 0.3 s), so each stays within the
+statement timeout however large the subtree; the statements go together, many to a round trip."""
+
 
 class SqlSessionProvider:
     """Session storage for one session id on a SQL backend (SQLite or PostgreSQL)."""
@@ -750,9 +754,10 @@ class SqlSessionProvider:
 
         A node's estimate is its parent's plus its own tokens, unless it is the end of
         some overlay; only then is its history rebuilt and measured. A pass's rows are written
-        before the next pass reads them: when no depth moves (an edit) in one statement, else one
-        statement a row, parents first, many to a round trip on PostgreSQL (``execute_all``). An
-        edit of an early message of a 10,000-message session used to take 10,000 round trips.
+        before the next pass reads them: when no depth moves (an edit) in statements of at most
+        ``ESTIMATES_PER_STATEMENT`` rows, else one statement a row, parents first; either way many to a
+        round trip on PostgreSQL (``execute_all``). An edit of an early message of a 10,000-message
+        session used to take 10,000 round trips.
         """
         targets = self._compaction_targets(tx)
         done: set[str] = set()
@@ -787,9 +792,17 @@ class SqlSessionProvider:
                 moved = moved or depth != int(stored_depth)
                 estimates.append((self._sql.set_estimate, self._params(id=node, depth=depth, path_tokens=path_tokens)))
                 done.add(node)
-            if estimates and not moved and self._sql.set_path_tokens:  # an edit: depths stay, one statement
-                rows = json.dumps([[params["id"], params["path_tokens"]] for _, params in estimates])
-                tx.execute(self._sql.set_path_tokens, self._params(rows=rows))
+            if estimates and not moved and self._sql.set_path_tokens:  # an edit: depths stay, a few statements
+                rows = [[params["id"], params["path_tokens"]] for _, params in estimates]
+                tx.execute_all(
+                    [
+                        (
+                            self._sql.set_path_tokens,
+                            self._params(rows=json.dumps(rows[start : start + ESTIMATES_PER_STATEMENT])),
+                        )
+                        for start in range(0, len(rows), ESTIMATES_PER_STATEMENT)
+                    ]
+                )
             else:  # one statement a row, in order: the jump-pointer trigger reads each row's parent
                 tx.execute_all(estimates)
 

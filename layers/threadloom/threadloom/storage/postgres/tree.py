@@ -60,7 +60,7 @@ class PostgresSessionProvider(SqlSessionProvider):
     _database: PostgresDatabase
 
     MOVED_IN_ONE_CALL = 10_000
-    """The most messages below a deleted one that ``threadloom_delete_message`` moves itself (about 0.3 s)."""
+    """The most messages below a deleted or edited one that one call moves itself (about 0.3 s)."""
 
     def __init__(self, database: PostgresDatabase, session_id: str) -> None:
         super().__init__(database, PostgresSql, session_id)
@@ -230,11 +230,13 @@ class PostgresSessionProvider(SqlSessionProvider):
         return [_append_result(row) for row in rows]
 
     def update_message(self, message: Message, *, registered_in: str | None = None) -> int | None:
-        """One call of ``threadloom_update_message`` (0027): one round trip, the tenant's check included.
+        """One call of ``threadloom_update_message`` (0027, 0029): one round trip, the tenant's check included.
 
         Returns the latest leaf's running estimate, which the same call reads. A message at or above
         the end of a compaction overlay whose estimate changes takes the shared path: that end's
-        estimate is measured from its compacted history, here in Python.
+        estimate is measured from its compacted history, here in Python. So does one whose estimate
+        changes with more than :attr:`MOVED_IN_ONE_CALL` messages below it: the shared path writes
+        their estimates in statements of a bounded size, each within the statement timeout.
         """
         prepared = _PreparedMessage(message)
         database = self._database
@@ -245,6 +247,7 @@ class PostgresSessionProvider(SqlSessionProvider):
             content=prepared.content,
             tokens=prepared.tokens,
             vector=to_tsvector_literal(prepared.text),
+            max_below=self.MOVED_IN_ONE_CALL,
         )
         answer: str = database.execute_once(PostgresSql.update_one, params)[0][0]
         outcome, _, leaf_tokens = answer.partition(":")
@@ -254,7 +257,7 @@ class PostgresSessionProvider(SqlSessionProvider):
             raise session_not_found(self.session_id)
         if outcome == "message":
             raise NotFoundError(f"Message {prepared.id!r} not found in session {self.session_id!r}")
-        return super().update_message(message, registered_in=registered_in)  # 'overlay': nothing was written
+        return super().update_message(message, registered_in=registered_in)  # 'overlay', 'large': nothing written
 
     def delete_message(self, message_id: str, *, registered_in: str | None = None) -> int | None:
         """One call of ``threadloom_delete_message`` (0028): one round trip, the tenant's check and stamp included.
