@@ -76,13 +76,13 @@ def write_version(
     version); a number writes only if the block still has that version (0: never written), else
     :class:`StaleVersionError` with the current version and content, and nothing is written.
     """
-    read, update_if, update, insert = _statements(sql, owner.scope)
     now = utc_now()
-    params = {**owner.row_params(), "content": content, "now": now}
     if sql.block_write_once:
         return _write_in_one_statement(
             database, sql, owner, content, based_on_version=based_on_version, change=change, policy=policy, now=now
         )
+    read, update_if, update, insert = _statements(sql, owner.scope)
+    params = {**owner.row_params(), "content": content, "now": now}
     with database.write() as tx:
         if based_on_version is None:
             rows = tx.query(update, params) or tx.query(insert, params) or tx.query(update, params)
