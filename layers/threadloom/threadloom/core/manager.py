@@ -11,6 +11,7 @@ operation; each method is short.
 from __future__ import annotations
 
 import uuid
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from threadloom.core.keys import LEGACY_KEYED_SESSION_NAMESPACE
@@ -24,7 +25,7 @@ _Done = TypeVar("_Done")
 
 if TYPE_CHECKING:
     import builtins
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterator
 
     from threadloom.compaction.function import CompactFunction
     from threadloom.compaction.queue import CompactionQueue
@@ -251,6 +252,31 @@ class SessionManager:
             session.with_compaction_queue(self._queue)
         self._sessions[session_id] = session
         return session
+
+    @contextmanager
+    def checked_session(self, session_id: str) -> Iterator[Session]:
+        """The session, for a block of reads: it must be this namespace's, else ``SessionNotFoundError``.
+
+        On PostgreSQL the registry's check goes in the round trip of the block's first read, one
+        round trip where it was two; the refusal is raised by that read, by a write the block sends
+        first, or when the block ends (``storage/checked_reads.py``). A store whose registry cannot
+        wait (another kind of store) is read first. An id refused stays uncached.
+        """
+        if not isinstance(session_id, str):
+            raise SessionNotFoundError(f"Session {session_id!r} not found")
+        checked = getattr(self._registry, "checked", None)
+        if not callable(checked):
+            self._require(session_id)
+            yield self.get_session(session_id)
+            return
+        known = session_id in self._sessions
+        try:
+            with checked(session_id):
+                yield self.get_session(session_id)
+        except Exception as error:
+            if isinstance(error, SessionNotFoundError) or not known:
+                self._sessions.pop(session_id, None)
+            raise
 
     def _require(self, session_id: str) -> SessionInfo:
         info = self._registry.get(session_id) if isinstance(session_id, str) else None
@@ -511,8 +537,8 @@ class SessionManager:
         )
 
     def get_history(self, session_id: str, leaf_id: str | None = None) -> builtins.list[Message]:
-        self._require(session_id)
-        return self.get_session(session_id).get_history(leaf_id)
+        with self.checked_session(session_id) as session:
+            return session.get_history(leaf_id)
 
     def get_message(self, session_id: str, message_id: str) -> Message | None:
         """A message of a session of this namespace (else ``NotFoundError``), or None if it has no such message.
@@ -530,12 +556,12 @@ class SessionManager:
         )
 
     def get_branches(self, session_id: str, message_id: str) -> builtins.list[Message]:
-        self._require(session_id)
-        return self.get_session(session_id).get_branches(message_id)
+        with self.checked_session(session_id) as session:
+            return session.get_branches(message_id)
 
     def get_message_count(self, session_id: str) -> int:
-        self._require(session_id)
-        return self.get_session(session_id).get_path_length()
+        with self.checked_session(session_id) as session:
+            return session.get_path_length()
 
     def get_frozen_system_prompt(self, session_id: str) -> str | None:
         """The session's stored frozen prompt, or None when none is frozen yet (nothing is rendered or stored).
@@ -652,8 +678,8 @@ class SessionManager:
         return self.get_session(session_id).add_compaction(summary, from_id, to_id)
 
     def get_compactions(self, session_id: str) -> builtins.list[StoredCompaction]:
-        self._require(session_id)
-        return self.get_session(session_id).get_compactions()
+        with self.checked_session(session_id) as session:
+            return session.get_compactions()
 
     def compact_and_split(self, session_id: str, summary: str, name: str | None = None) -> SessionInfo:
         """End the session (``end_reason = "compaction"``) and continue in a new one seeded with ``summary``."""

@@ -27,14 +27,12 @@ RUNNING_FOR_AT_MOST = timedelta(minutes=15)
 
 def status_report(manager: SessionManager, session_id: str) -> tuple[SessionStatus, TrackedCompaction | None]:
     """The session's status now and its latest compaction request; ``NotFoundError`` outside the namespace."""
-    if manager.get(session_id) is None:
-        raise NotFoundError(f"Session {session_id!r} not found")
-    session = manager.get_session(session_id)
-    latest = latest_request(manager, session_id)
-    phase: Phase = "compacting" if session.compacting or _running(latest) else "idle"
-    status = SessionStatus(
-        phase=phase, token_estimate=session.estimate_tokens(), token_threshold=session.token_threshold
-    )
+    with manager.checked_session(session_id) as session:
+        latest = latest_request(manager, session_id)
+        phase: Phase = "compacting" if session.compacting or _running(latest) else "idle"
+        status = SessionStatus(
+            phase=phase, token_estimate=session.estimate_tokens(), token_threshold=session.token_threshold
+        )
     return status, latest
 
 

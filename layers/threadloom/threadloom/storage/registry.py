@@ -13,16 +13,18 @@ from threadloom.core.keys import (
     new_session_id,
     previous_keyed_session_id,
 )
-from threadloom.errors import StorageError, ValidationError
+from threadloom.errors import SessionNotFoundError, StorageError, ValidationError
 from threadloom.limits import DEFAULT_LIMITS, Limits, check_text
 from threadloom.providers.protocols import BlockRead
 from threadloom.records import SearchResult, SessionInfo, SessionOverview
 from threadloom.storage.block_versions import session_versions_removal
+from threadloom.storage.checked_reads import checked_first
 from threadloom.storage.database import to_timestamp_text
 
 if TYPE_CHECKING:
     import builtins
     from collections.abc import Callable, Sequence
+    from contextlib import AbstractContextManager
 
     from threadloom.storage.database import Database, Executor, Params, Row
     from threadloom.storage.dialect import SqlDialect
@@ -117,6 +119,15 @@ class SqlSessionRegistry:
     def get(self, session_id: str) -> SessionInfo | None:
         rows = self._database.query_once(self._sql.get_session, {"namespace": self.namespace, "id": session_id})
         return _session_info(tuple(rows[0])) if rows else None
+
+    def checked(self, session_id: str) -> AbstractContextManager[None]:
+        """Within the block the session must be this namespace's (else :class:`SessionNotFoundError`).
+
+        The check waits for the block's first read and goes in its round trip (:mod:`checked_reads`).
+        """
+        statement = (self._sql.get_session, {"namespace": self.namespace, "id": session_id})
+        refused = lambda: SessionNotFoundError(f"Session {session_id!r} not found")  # noqa: E731
+        return checked_first(self._database, statement, refused)
 
     def _get(self, tx: Executor, session_id: str) -> SessionInfo | None:
         rows = tx.query(self._sql.get_session, {"namespace": self.namespace, "id": session_id})

@@ -22,8 +22,7 @@ if TYPE_CHECKING:
 _CURSOR_KIND = "block-history"
 
 
-def _block_session(manager: SessionManager, session_id: str, label: str) -> Session:
-    session = require_session(manager, session_id)
+def _block_session(session: Session, label: str) -> Session:
     if session.get_context_block(label) is None:
         raise NotFoundError(f'Block "{label}" not found')
     return session
@@ -46,12 +45,13 @@ def block_history(
     manager: SessionManager, session_id: str, label: str, limits: Limits, *, limit: int | None, cursor: str | None
 ) -> BlockHistoryPage:
     """One page of versions, newest first, cut at ``limit`` or the response byte budget."""
-    session = _block_session(manager, session_id, label)
-    before = _cursor_before(cursor, session_id, label)
-    # The budget counts content bytes; each version's other fields take well under 1 KiB of the envelope.
-    versions, more = session.context_history(
-        label, before=before, limit=page_size(limit, limits), max_bytes=item_budget(limits) // 2
-    )
+    with manager.checked_session(session_id) as session:
+        _block_session(session, label)
+        before = _cursor_before(cursor, session_id, label)
+        # The budget counts content bytes; each version's other fields take well under 1 KiB of the envelope.
+        versions, more = session.context_history(
+            label, before=before, limit=page_size(limit, limits), max_bytes=item_budget(limits) // 2
+        )
     next_cursor = (
         encode_cursor({"k": _CURSOR_KIND, "s": session_id, "l": label, "b": versions[-1].version})
         if more and versions
@@ -61,13 +61,14 @@ def block_history(
 
 
 def block_version(manager: SessionManager, session_id: str, label: str, version: int) -> BlockVersionOut:
-    return BlockVersionOut.of(label, _block_session(manager, session_id, label).context_version(label, version))
+    with manager.checked_session(session_id) as session:
+        return BlockVersionOut.of(label, _block_session(session, label).context_version(label, version))
 
 
 def revert_block(
     manager: SessionManager, session_id: str, label: str, *, version: int, based_on_version: int | None
 ) -> ContextBlockOut:
     """Make an old version current again: a new version whose provenance is this request."""
-    session = _block_session(manager, session_id, label)
+    session = _block_session(require_session(manager, session_id), label)
     block = session.revert_context(label, version, change=http_change(), based_on_version=based_on_version)
     return ContextBlockOut.of(block)

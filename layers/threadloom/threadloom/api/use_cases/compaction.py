@@ -105,15 +105,15 @@ def compaction_originals(
     cursor: str | None,
 ) -> OriginalsPage:
     """The stored messages an overlay replaces, ``from`` to ``to`` inclusive, as appended, a page at a time."""
-    session = require_session(manager, session_id)
     wanted = compaction_id.removeprefix(COMPACTION_PREFIX)
-    found = next((item for item in session.get_compactions() if item.id == wanted), None)
-    if found is None:
-        raise NotFoundError(f"Compaction {compaction_id!r} not found in session {session_id!r}")
-    raw_path = getattr(session.storage, "get_raw_path", None)
-    if not callable(raw_path):
-        raise ValidationError("This session storage cannot read the originals of a compaction")
-    path: list[Message] = raw_path(found.to_message_id)
+    with manager.checked_session(session_id) as session:
+        found = next((item for item in session.get_compactions() if item.id == wanted), None)
+        if found is None:
+            raise NotFoundError(f"Compaction {compaction_id!r} not found in session {session_id!r}")
+        raw_path = getattr(session.storage, "get_raw_path", None)
+        if not callable(raw_path):
+            raise ValidationError("This session storage cannot read the originals of a compaction")
+        path: list[Message] = raw_path(found.to_message_id)
     start = next((index for index, message in enumerate(path) if message.get("id") == found.from_message_id), None)
     if start is None:
         raise NotFoundError(f"The start of compaction {compaction_id!r} is no longer stored")

@@ -54,16 +54,16 @@ def current_blocks(session: Session) -> list[ContextBlock]:
 
 
 def context_blocks(manager: SessionManager, session_id: str) -> ContextBlockList:
-    session = require_session(manager, session_id)
-    return ContextBlockList(blocks=[ContextBlockOut.of(block) for block in current_blocks(session)])
+    with manager.checked_session(session_id) as session:
+        return ContextBlockList(blocks=[ContextBlockOut.of(block) for block in current_blocks(session)])
 
 
 def context_block(manager: SessionManager, session_id: str, label: str) -> ContextBlockOut:
-    session = require_session(manager, session_id)
-    block = session.get_context_block(label)
-    if block is None:
-        raise NotFoundError(f'Block "{label}" not found')
-    return ContextBlockOut.of((session.read_context_block(label) or block) if block.writable else block)
+    with manager.checked_session(session_id) as session:
+        block = session.get_context_block(label)
+        if block is None:
+            raise NotFoundError(f'Block "{label}" not found')
+        return ContextBlockOut.of((session.read_context_block(label) or block) if block.writable else block)
 
 
 def write_context_block(
@@ -93,23 +93,25 @@ def context_window(manager: SessionManager, session_id: str, threshold: int | No
 
     Reads only: nothing is frozen or refreshed here, so looking never changes what the model sees.
     """
-    session = require_session(manager, session_id)
-    blocks = current_blocks(session)
-    store = session.blocks.prompt_store
-    frozen = store.get() if store is not None else None
-    prompt_tokens = estimate_string_tokens(session.blocks.system_prompt_for_estimate())
-    incremental = getattr(session.storage, "get_token_estimate", None)
-    history_tokens = int(incremental()) if callable(incremental) else estimate_message_tokens(session.get_history())
+    with manager.checked_session(session_id) as session:
+        blocks = current_blocks(session)
+        store = session.blocks.prompt_store
+        frozen = store.get() if store is not None else None
+        prompt_tokens = estimate_string_tokens(session.blocks.system_prompt_for_estimate())
+        incremental = getattr(session.storage, "get_token_estimate", None)
+        history_tokens = int(incremental()) if callable(incremental) else estimate_message_tokens(session.get_history())
+        history_messages = session.get_path_length()
+        loaded_skills = sorted(session.get_loaded_skill_keys())
     return ContextWindowOut(
         frozen_prompt=frozen,
         fresh_prompt=render_prompt(blocks),
         system_prompt_tokens=prompt_tokens,
         blocks=[BlockUsage(label=block.label, tokens=block.tokens, max_tokens=block.max_tokens) for block in blocks],
         history_tokens=history_tokens,
-        history_messages=session.get_path_length(),
+        history_messages=history_messages,
         total_tokens=prompt_tokens + history_tokens,
         threshold=threshold,
-        loaded_skills=sorted(session.get_loaded_skill_keys()),
+        loaded_skills=loaded_skills,
     )
 
 

@@ -238,17 +238,18 @@ def _slice_history(messages: list[Message], start: int, size: int, budget: int) 
 
 def branch_points(manager: SessionManager, session_id: str) -> BranchPointList:
     """Where the session's tree branches, from one read of its skeleton (no message content)."""
-    storage = require_session(manager, session_id).storage
-    skeleton = getattr(storage, "get_tree_skeleton", None)
-    if not callable(skeleton):
-        raise ValidationError("This session storage cannot list its branch points")
+    with manager.checked_session(session_id) as session:
+        skeleton = getattr(session.storage, "get_tree_skeleton", None)
+        if not callable(skeleton):
+            raise ValidationError("This session storage cannot list its branch points")
+        points = find_branch_points(skeleton())
     return BranchPointList(
         branch_points=[
             BranchPointOut(
                 parent_id=point.parent_id,
                 children=[BranchOut(id=child.id, leaf_id=child.leaf_id) for child in point.children],
             )
-            for point in find_branch_points(skeleton())
+            for point in points
         ]
     )
 
@@ -256,7 +257,8 @@ def branch_points(manager: SessionManager, session_id: str) -> BranchPointList:
 def search_session(
     manager: SessionManager, session_id: str, query: str, limit: int | None, limits: Limits
 ) -> SearchOut:
-    hits = require_session(manager, session_id).search(query, limit=_search_limit(limit, limits))
+    with manager.checked_session(session_id) as session:
+        hits = session.search(query, limit=_search_limit(limit, limits))
     return _search_out(hits, limits)
 
 

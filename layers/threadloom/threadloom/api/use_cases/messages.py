@@ -22,7 +22,7 @@ from threadloom.api.paging import (
     item_budget,
     page_size,
 )
-from threadloom.api.use_cases.common import require_message, require_session
+from threadloom.api.use_cases.common import require_message
 from threadloom.errors import NotFoundError, ValidationError
 from threadloom.records import OMITTED
 
@@ -104,19 +104,19 @@ def branches(
     manager: SessionManager, session_id: str, message_id: str, limits: Limits, *, limit: int | None, cursor: str | None
 ) -> BranchPage:
     """One page of the children, cut at ``limit`` or the response byte budget; the cursor is the last child's seq."""
-    session = require_session(manager, session_id)
     after_seq = 0
-    if cursor:
-        state = decode_cursor(cursor)
-        stored_seq = state.get("s")
-        if isinstance(stored_seq, bool) or not isinstance(stored_seq, int) or stored_seq < 0:
-            raise ValidationError("Invalid cursor")
-        if state.get("p") != message_id:
-            raise ValidationError("The cursor belongs to the children of another message")
-        after_seq = stored_seq
-    require_message(session, session_id, message_id)
-    size, budget = page_size(limit, limits), item_budget(limits)
-    rows = session.get_branch_page(message_id, after_seq=after_seq, limit=size + 1, max_bytes=budget)
+    with manager.checked_session(session_id) as session:
+        if cursor:
+            state = decode_cursor(cursor)
+            stored_seq = state.get("s")
+            if isinstance(stored_seq, bool) or not isinstance(stored_seq, int) or stored_seq < 0:
+                raise ValidationError("Invalid cursor")
+            if state.get("p") != message_id:
+                raise ValidationError("The cursor belongs to the children of another message")
+            after_seq = stored_seq
+        require_message(session, session_id, message_id)
+        size, budget = page_size(limit, limits), item_budget(limits)
+        rows = session.get_branch_page(message_id, after_seq=after_seq, limit=size + 1, max_bytes=budget)
     loaded: list[tuple[int, Message]] = []
     for seq, message in rows[:size]:
         if message is None:  # storage stopped reading at the byte budget

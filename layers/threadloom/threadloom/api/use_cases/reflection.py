@@ -82,14 +82,14 @@ def proposals(
     cursor: str | None,
 ) -> ProposalList:
     """One page of the session's proposals (one status, or all), oldest first, cut at ``limit`` or the byte budget."""
-    require_session(manager, session_id)
     scope = f"proposals:{status or 'all'}"
-    anchor = cursor_anchor(cursor, scope, session_id)
-    if anchor is not None and not anchor.isdigit():
-        raise ValidationError("The cursor is not one this list gave")
-    after = int(anchor) if anchor is not None else 0
-    size = page_size(limit, limits)
-    stored = reflections_of(manager).page(session_id, status=status, after_seq=after, limit=size + 1)
+    with manager.checked_session(session_id):
+        anchor = cursor_anchor(cursor, scope, session_id)
+        if anchor is not None and not anchor.isdigit():
+            raise ValidationError("The cursor is not one this list gave")
+        after = int(anchor) if anchor is not None else 0
+        size = page_size(limit, limits)
+        stored = reflections_of(manager).page(session_id, status=status, after_seq=after, limit=size + 1)
     items = [proposal_out(item) for item in stored]
     page, more = page_within(items, limits, limit, size_of=model_size)
     last = stored[len(page) - 1].seq if page else after

@@ -34,6 +34,7 @@ from threadloom.errors import (
     ThreadloomError,
     ValidationError,
 )
+from threadloom.storage.checked_reads import PendingCheck, return_check, settle_alone, take_pending_check
 from threadloom.storage.postgres.connection import (
     DEFAULT_LOCK_TIMEOUT_S,
     DEFAULT_STATEMENT_TIMEOUT_S,
@@ -144,6 +145,8 @@ class PostgresDatabase:
     """
 
     dialect = "postgresql"
+    #: A tenant's session check waits for the next read and goes in its round trip (``checked_reads``).
+    sends_checks_with_reads = True
 
     def __init__(
         self,
@@ -281,6 +284,12 @@ class PostgresDatabase:
         a schema change's table lock can hold it, until the client socket timeout at most.
         """
         timeouts = not by_key
+        pending = take_pending_check(self)
+        if pending is not None:
+            if params:
+                return self._checked_reads(pending, [(sql, params)])[0]
+            return_check(pending)  # a parameterless statement goes alone, by the simple protocol
+            settle_alone(self)
         with self._lock:
             if self._depth:  # inside an open transaction: join it
                 return self.run_on(self._connection, sql, params)
@@ -296,6 +305,9 @@ class PostgresDatabase:
 
     def read_together(self, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[list[Any]]]:
         """Several read statements in one round trip (see :func:`run_pipelined_together`), retried as query_once is."""
+        pending = take_pending_check(self)
+        if pending is not None:
+            return self._checked_reads(pending, statements)
         with self._lock:
             if self._depth:  # inside an open transaction: join it
                 return [self.run_on(self._connection, sql, params) for sql, params in statements]
@@ -308,6 +320,18 @@ class PostgresDatabase:
                 if self._connection is not None or self._factory is None:
                     raise
             return self._run_together(self._live_connection(), statements)
+
+    def _checked_reads(
+        self, pending: PendingCheck, statements: Sequence[tuple[str, Mapping[str, Any]]]
+    ) -> list[list[list[Any]]]:
+        """A tenant's check and the reads after it in one round trip; their rows only if the check passed."""
+        try:
+            answers = self.read_together([pending.statement, *statements])
+        except BaseException:
+            return_check(pending)
+            raise
+        pending.settle(answers[0])
+        return answers[1:]
 
     def read_when_missing(
         self, first: tuple[str, Mapping[str, Any]], statements: Sequence[tuple[str, Mapping[str, Any]]]
@@ -373,6 +397,7 @@ class PostgresDatabase:
         would go ahead of it, about 60 µs of server time, is left out; it then runs without
         the statement timeout, which no statement can set for itself.
         """
+        settle_alone(self)  # a tenant's check waiting for a read goes before any write
         with self._lock:
             if self._depth:
                 return self.run_on(self._connection, sql, params)
@@ -393,6 +418,7 @@ class PostgresDatabase:
 
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[PostgresExecutor]:
+        settle_alone(self)  # a tenant's check waiting for a read goes before the transaction
         with self._lock:
             if self._depth:  # nested use inside an open transaction joins it
                 assert self._executor is not None

@@ -1,0 +1,171 @@
+"""On PostgreSQL a tenant's session check waits for the block's first read and goes in its round trip.
+
+``storage/checked_reads.py``: inside ``SessionManager.checked_session`` the registry's check is sent in
+one pipeline with the first read (``read_together``), each its own snapshot; the read's rows come back
+only when the check found the session. Everything else the block sends first (a write, a transaction)
+runs the check alone before it; a failed round trip leaves it waiting; a block that reads nothing runs it
+at its end; and it belongs to the thread that opened the block. The API's reads are one round trip
+fewer for it (counted here); ``tests/contract/test_checked_reads.py`` checks their answers and refusals
+on every backend.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from threadloom.api.runtime import Runtime, Settings
+from threadloom.api.use_cases import block_history, compaction, context, history, messages
+from threadloom.errors import SessionNotFoundError, StorageError
+from threadloom.live.status import status_report
+from threadloom.storage.checked_reads import checked_first
+
+from tests.integration.postgres.test_round_trips import RoundTrips
+from tests.support.messages import text_message
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+def runtime(make_store: Callable[[], Any], tmp_path: Path) -> Runtime:
+    return Runtime(Settings(skills_dir=str(tmp_path), compaction_mode="inline"), store=make_store())
+
+
+def _session(runtime: Runtime) -> str:
+    manager = runtime.manager("owner")
+    session_id = manager.create("checked").id
+    for index in (1, 2, 3):
+        manager.append_message(session_id, text_message(f"m{index}", f"lighthouse line {index}"))
+    manager.append_message(session_id, text_message("b1", "a branch"), "m2")
+    manager.get_session(session_id).replace_context_block("memory", "a fact")
+    manager.add_compaction(session_id, "summary", "m1", "m2")
+    return session_id
+
+
+def test_the_api_reads_check_the_tenant_in_the_round_trip_of_their_first_read(runtime: Runtime) -> None:
+    session_id = _session(runtime)
+    limits = runtime.limits
+    expected = {
+        # Each was one round trip more: the registry read ahead of it
+        "context blocks": (lambda m: context.context_blocks(m, session_id), 1),
+        "context block": (lambda m: context.context_block(m, session_id, "memory"), 1),
+        "block history": (
+            lambda m: block_history.block_history(m, session_id, "memory", limits, limit=None, cursor=None),
+            1,
+        ),
+        "branch points": (lambda m: history.branch_points(m, session_id), 1),
+        "search": (lambda m: history.search_session(m, session_id, "lighthouse", None, limits), 1),
+        "compactions": (lambda m: compaction.compactions(m, session_id, limits, limit=None, cursor=None), 1),
+        # The message's check, then its page of children
+        "branches": (lambda m: messages.branches(m, session_id, "m2", limits, limit=None, cursor=None), 2),
+        # The latest compaction request, then the estimate
+        "status": (lambda m: status_report(m, session_id), 2),
+    }
+    for name, (read, trips) in expected.items():
+        with RoundTrips().counting() as sent:
+            read(runtime.manager("owner"))
+        assert len(sent) == trips, (name, sent)
+        assert sent[0].startswith("TOGETHER SELECT id, name, parent_session_id"), (name, sent)
+        # And another tenant is refused in that same one round trip, its rows dropped
+        with RoundTrips().counting() as sent, pytest.raises(SessionNotFoundError):
+            read(runtime.manager("intruder"))
+        assert len(sent) == 1, (name, sent)
+
+
+def test_the_read_that_carries_a_refused_check_hands_back_no_rows(runtime: Runtime) -> None:
+    session_id = _session(runtime)
+    database = runtime.store.database
+    answered: list[Any] = []
+    with pytest.raises(SessionNotFoundError), runtime.manager("intruder").checked_session(session_id):
+        answered.append(
+            database.query_once("SELECT content FROM threadloom_messages WHERE session_id = :sid", {"sid": session_id})
+        )
+    assert answered == []
+
+
+def test_a_write_or_a_transaction_runs_the_check_alone_before_it(runtime: Runtime, admin: Any) -> None:
+    session_id = _session(runtime)
+    database = runtime.store.database
+    insert = (
+        "INSERT INTO threadloom_context_blocks (namespace, session_id, key, content, updated_at) "
+        "VALUES (:n, :s, 'x', 'y', now())"
+    )
+    for open_write in (
+        lambda: database.execute_once(insert, {"n": "owner", "s": session_id}),
+        lambda: database.write().__enter__(),
+    ):
+        with (
+            RoundTrips().counting() as sent,
+            pytest.raises(SessionNotFoundError),
+            runtime.manager("intruder").checked_session(session_id),
+        ):
+            open_write()
+        assert len(sent) == 1 and sent[0].startswith("SELECT SELECT id, name, parent_session_id"), sent
+    assert admin.run("SELECT count(*) FROM threadloom_context_blocks WHERE key = 'x'") == [[0]]
+    # The owner's write goes after its check, alone
+    with RoundTrips().counting() as sent, runtime.manager("owner").checked_session(session_id):
+        database.execute_once(insert, {"n": "owner", "s": session_id})
+    assert len(sent) == 2 and sent[0].startswith("SELECT SELECT id, name"), sent
+    assert admin.run("SELECT count(*) FROM threadloom_context_blocks WHERE key = 'x'") == [[1]]
+
+
+def test_a_failed_round_trip_leaves_the_check_waiting_and_it_runs_at_the_end(runtime: Runtime) -> None:
+    session_id = _session(runtime)
+    database = runtime.store.database
+    broken = ("SELECT no_such_column FROM threadloom_messages WHERE session_id = :sid", {"sid": session_id})
+    # The owner gets the statement's own error (and the check, run again at the end, passes)
+    with pytest.raises(StorageError) as raised, runtime.manager("owner").checked_session(session_id):
+        database.query_once(*broken)
+    assert not isinstance(raised.value, SessionNotFoundError)
+    # Another tenant gets the refusal, whatever the block's own error
+    with (
+        RoundTrips().counting() as sent,
+        pytest.raises(SessionNotFoundError),
+        runtime.manager("intruder").checked_session(session_id),
+    ):
+        database.query_once(*broken)
+    assert len(sent) == 2 and sent[1].startswith("SELECT SELECT id, name"), sent
+
+
+def test_a_block_inside_another_runs_the_outer_check_first_and_its_own_with_its_read(runtime: Runtime) -> None:
+    session_id = _session(runtime)
+    other = runtime.manager("owner").create("other").id
+    database = runtime.store.database
+    check = "SELECT 1 FROM threadloom_sessions WHERE namespace = :namespace AND id = :id"
+    with (
+        RoundTrips().counting() as sent,
+        checked_first(database, (check, {"namespace": "owner", "id": session_id}), RuntimeError),
+        checked_first(database, (check, {"namespace": "owner", "id": other}), RuntimeError),
+    ):
+        assert database.query_once("SELECT CAST(:v AS int)", {"v": 7}) == [[7]]
+    assert len(sent) == 2 and sent[0].startswith("SELECT SELECT 1") and sent[1].startswith("TOGETHER SELECT 1"), sent
+    with (
+        pytest.raises(LookupError),
+        checked_first(database, (check, {"namespace": "owner", "id": session_id}), RuntimeError),
+        checked_first(database, (check, {"namespace": "intruder", "id": other}), LookupError),
+    ):
+        database.query_once("SELECT CAST(:v AS int)", {"v": 7})
+
+
+def test_the_check_belongs_to_the_thread_that_opened_the_block(runtime: Runtime) -> None:
+    session_id = _session(runtime)
+    database = runtime.store.database
+    elsewhere: list[Any] = []
+
+    def another_request() -> None:
+        elsewhere.append(database.query_once("SELECT CAST(:v AS int)", {"v": 5}))
+
+    with (
+        RoundTrips().counting() as sent,
+        pytest.raises(SessionNotFoundError),
+        runtime.manager("intruder").checked_session(session_id),
+    ):
+        thread = threading.Thread(target=another_request)
+        thread.start()
+        thread.join()
+        assert elsewhere == [[[5]]]  # not refused: the pending check is not that thread's
+    assert sent[0].startswith("SELECT SELECT CAST"), sent
+    assert sent[1].startswith("SELECT SELECT id, name"), sent  # the block's own check, at its end
