@@ -224,6 +224,8 @@ def reopen(users: Users, store: Any, raw: Pg8000Raw) -> None:
 def through_the_api(users: Users, raw: Pg8000Raw) -> None:
     """An append as the HTTP API's use case runs it: the tenant's session check, the append, the activity stamp.
 
+    And a block's read, its tenant check sent with it.
+
     One call of ``threadloom_append_registered_message`` (migration 0026) does all three, in one round
     trip. For information, against one raw INSERT (which neither checks nor stamps a session row);
     the library's append above is what the targets measure.
@@ -257,6 +259,19 @@ def through_the_api(users: Users, raw: Pg8000Raw) -> None:
         theirs.append(timed(two_inserts))
         leaf = pair[1]["id"]
     info_line("a turn (2 messages) through the API's use case", statistics.median(ours), statistics.median(theirs))
+    # A read of a session's memory block as a new request makes it (GET …/context/memory): the tenant's
+    # check goes in the round trip of the read (SessionManager.checked_session), against one raw read by key.
+    from threadloom.api.use_cases.context import context_block
+
+    users.manager.get_session(session_id).replace_context_block("memory", "a fact " * 40)
+    ours, theirs = [], []
+    for _ in range(SAMPLES):
+        fresh = users.runtime.manager(TENANT)
+        ours.append(timed(lambda fresh=fresh: context_block(fresh, session_id, "memory")))
+        theirs.append(timed(lambda: raw.read("raw-api", "api-0")))
+    info_line(
+        "a block read through the API's use case (1 round trip)", statistics.median(ours), statistics.median(theirs)
+    )
 
 
 def postgres(url: str, commit: str) -> bool:

@@ -30,11 +30,14 @@ class RoundTrips:
         self.sent: list[str] = []
         self.timeouts: list[bool] = []
         """For each statement sent alone: whether the timeouts statement went ahead of it."""
+        self.together_timeouts: list[bool] = []
+        """The same for each round trip of several statements."""
 
     @contextmanager
     def counting(self) -> Iterator[list[str]]:
         self.sent = []
         self.timeouts = []
+        self.together_timeouts = []
         send = PostgresDatabase.run_on
 
         def counted(database: PostgresDatabase, connection: Any, sql: str, *args: Any, **kwargs: Any) -> Any:
@@ -44,9 +47,10 @@ class RoundTrips:
 
         send_together = PostgresDatabase._run_together
 
-        def counted_together(database: PostgresDatabase, connection: Any, statements: Any) -> Any:
+        def counted_together(database: PostgresDatabase, connection: Any, statements: Any, **options: Any) -> Any:
             self.sent.append("TOGETHER " + " | ".join(sql[:40] for sql, _ in statements))
-            return send_together(database, connection, statements)
+            self.together_timeouts.append(options.get("timeouts", True))
+            return send_together(database, connection, statements, **options)
 
         send_batch = PostgresDatabase.run_batch
 

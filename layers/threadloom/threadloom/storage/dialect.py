@@ -155,6 +155,8 @@ class SqlDialect:
     # Session registry (SessionManager).
     insert_session: ClassVar[str]
     get_session: ClassVar[str]
+    #: A row when the namespace holds the session: the check a read of its data carries (``checked_reads``).
+    session_exists: ClassVar[str]
     count_sessions: ClassVar[str]
     get_setting: ClassVar[str]
     list_sessions: ClassVar[str]

@@ -125,7 +125,7 @@ class SqlSessionRegistry:
 
         The check waits for the block's first read and goes in its round trip (:mod:`checked_reads`).
         """
-        statement = (self._sql.get_session, {"namespace": self.namespace, "id": session_id})
+        statement = (self._sql.session_exists, {"namespace": self.namespace, "id": session_id})
         refused = lambda: SessionNotFoundError(f"Session {session_id!r} not found")  # noqa: E731
         return checked_first(self._database, statement, refused)
 

@@ -286,8 +286,8 @@ class PostgresDatabase:
         timeouts = not by_key
         pending = take_pending_check(self)
         if pending is not None:
-            if params:
-                return self._checked_reads(pending, [(sql, params)])[0]
+            if params:  # a read by key goes with the check (by key too) without the timeouts statement
+                return self._checked_reads(pending, [(sql, params)], timeouts=timeouts)[0]
             return_check(pending)  # a parameterless statement goes alone, by the simple protocol
             settle_alone(self)
         with self._lock:
@@ -303,30 +303,35 @@ class PostgresDatabase:
                     raise  # the server refused the statement itself, or we cannot reconnect
             return self.run_on(self._live_connection(), sql, params, timeouts=timeouts)
 
-    def read_together(self, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> list[list[list[Any]]]:
-        """Several read statements in one round trip (see :func:`run_pipelined_together`), retried as query_once is."""
+    def read_together(
+        self, statements: Sequence[tuple[str, Mapping[str, Any]]], *, timeouts: bool = True
+    ) -> list[list[list[Any]]]:
+        """Several read statements in one round trip (see :func:`run_pipelined_together`), retried as query_once is.
+
+        ``timeouts=False``: every statement reads by key (as ``query_once``'s ``by_key``).
+        """
         pending = take_pending_check(self)
         if pending is not None:
-            return self._checked_reads(pending, statements)
+            return self._checked_reads(pending, statements, timeouts=timeouts)
         with self._lock:
             if self._depth:  # inside an open transaction: join it
                 return [self.run_on(self._connection, sql, params) for sql, params in statements]
             connection = self._live_connection()
             try:
-                return self._run_together(connection, statements)
+                return self._run_together(connection, statements, timeouts=timeouts)
             except StorageTimeoutError:
                 raise
             except StorageUnavailableError:
                 if self._connection is not None or self._factory is None:
                     raise
-            return self._run_together(self._live_connection(), statements)
+            return self._run_together(self._live_connection(), statements, timeouts=timeouts)
 
     def _checked_reads(
-        self, pending: PendingCheck, statements: Sequence[tuple[str, Mapping[str, Any]]]
+        self, pending: PendingCheck, statements: Sequence[tuple[str, Mapping[str, Any]]], *, timeouts: bool = True
     ) -> list[list[list[Any]]]:
         """A tenant's check and the reads after it in one round trip; their rows only if the check passed."""
         try:
-            answers = self.read_together([pending.statement, *statements])
+            answers = self.read_together([pending.statement, *statements], timeouts=timeouts)
         except BaseException:
             return_check(pending)
             raise
@@ -367,13 +372,16 @@ class PostgresDatabase:
             raise self._translate(error) from error
 
     def _run_together(
-        self, connection: Connection, statements: Sequence[tuple[str, Mapping[str, Any]]]
+        self, connection: Connection, statements: Sequence[tuple[str, Mapping[str, Any]]], *, timeouts: bool = True
     ) -> list[list[list[Any]]]:
         for _, params in statements:
             check_storable(params)
         try:
             return run_pipelined_together(
-                connection, statements, timeouts=self._timeout_settings, prepare=self.prepared_statements
+                connection,
+                statements,
+                timeouts=self._timeout_settings if timeouts else None,
+                prepare=self.prepared_statements,
             )
         except Exception as error:
             raise self._translate(error) from error
