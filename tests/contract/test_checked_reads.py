@@ -69,6 +69,13 @@ def _reads(runtime: Runtime, session_id: str) -> dict[str, Callable[[Any], Any]]
         "manager branches": lambda manager: manager.get_branches(session_id, "m2"),
         "manager count": lambda manager: manager.get_message_count(session_id),
         "manager compactions": lambda manager: manager.get_compactions(session_id),
+        "tool specs": lambda manager: context.tool_specs(manager, session_id, "openai"),
+        "search tool": lambda manager: context.call_tool(
+            manager, session_id, "search_context", {"label": "knowledge", "query": "lighthouse"}
+        ),
+        "session search tool": lambda manager: context.call_tool(
+            manager, session_id, "session_search", {"query": "lighthouse"}
+        ),
     }
 
 
@@ -93,6 +100,9 @@ def test_each_read_answers_its_tenant(runtime: Runtime) -> None:
     assert [message["id"] for message in answers["manager branches"]] == ["m3", "b1"]
     assert answers["manager count"] == 3
     assert len(answers["manager compactions"]) == 1
+    assert "set_context" in {spec["function"]["name"] for spec in answers["tool specs"].tools}
+    assert not answers["search tool"].is_error
+    assert "lighthouse" in answers["session search tool"].output
 
 
 @pytest.mark.parametrize("whose", ["another tenant's", "nobody's"])
@@ -172,3 +182,23 @@ def test_a_block_that_reads_nothing_still_checks(runtime: Runtime) -> None:
         ran.append("body")
     with runtime.manager("owner").checked_session(session_id) as session:
         assert session.session_id == session_id
+
+
+def test_another_tenants_memory_tool_call_writes_nothing_though_the_tool_catches_every_error(runtime: Runtime) -> None:
+    """The model's tools turn errors into text for the model; the refusal still ends the request, unwritten."""
+    session_id = _session(runtime)
+    for content, action in (("planted fact", "replace"), ("appended fact", "append")):
+        with pytest.raises(SessionNotFoundError):
+            context.call_tool(
+                runtime.manager("intruder"),
+                session_id,
+                "set_context",
+                {"label": "memory", "content": content, "action": action},
+            )
+    owner = runtime.manager("owner")
+    block = owner.get_session(session_id).read_context_block("memory")
+    assert block is not None and block.content == "second fact" and block.version == 2
+    # And the owner's own call writes
+    written = context.call_tool(owner, session_id, "set_context", {"label": "memory", "content": "third fact"})
+    assert not written.is_error
+    assert runtime.manager("owner").get_session(session_id).read_context_block("memory").content == "third fact"

@@ -63,6 +63,17 @@ def test_the_api_reads_check_the_tenant_in_the_round_trip_of_their_first_read(ru
         "branches": (lambda m: messages.branches(m, session_id, "m2", limits, limit=None, cursor=None), 2),
         # The latest compaction request, then the estimate
         "status": (lambda m: status_report(m, session_id), 2),
+        # The model's tools through the API (and MCP): a search of the session's messages in one, of a
+        # block in two (the session's loaded skills, then the search), a memory write in two (the leaf, the write)
+        "search tool": (
+            lambda m: context.call_tool(m, session_id, "search_context", {"label": "knowledge", "query": "x"}),
+            2,
+        ),
+        "session search tool": (lambda m: context.call_tool(m, session_id, "session_search", {"query": "x"}), 1),
+        "memory tool": (
+            lambda m: context.call_tool(m, session_id, "set_context", {"label": "memory", "content": "new"}),
+            2,
+        ),
     }
     for name, (read, trips) in expected.items():
         counter = RoundTrips()
@@ -70,7 +81,8 @@ def test_the_api_reads_check_the_tenant_in_the_round_trip_of_their_first_read(ru
             read(runtime.manager("owner"))
         assert len(sent) == trips, (name, sent)
         # A read by key goes with the check (by key too) without the timeouts statement, as it would alone
-        assert counter.together_timeouts[0] == (name not in ("context blocks", "context block")), (name, counter)
+        by_key = ("context blocks", "context block")
+        assert counter.together_timeouts[0] == (name not in by_key), (name, counter)
         assert sent[0].startswith("TOGETHER SELECT 1 FROM threadloom_sessions WHERE"), (name, sent)
         # And another tenant is refused in that same one round trip, its rows dropped
         with RoundTrips().counting() as sent, pytest.raises(SessionNotFoundError):
@@ -172,3 +184,33 @@ def test_the_check_belongs_to_the_thread_that_opened_the_block(runtime: Runtime)
         assert elsewhere == [[[5]]]  # not refused: the pending check is not that thread's
     assert sent[0].startswith("SELECT SELECT CAST"), sent
     assert sent[1].startswith("SELECT SELECT 1 FROM threadloom_sessions"), sent  # the block's own check, at its end
+
+
+def test_after_a_refusal_the_block_caught_every_statement_is_refused_before_it_is_sent(
+    runtime: Runtime, admin: Any
+) -> None:
+    session_id = _session(runtime)
+    database = runtime.store.database
+    insert = (
+        "INSERT INTO threadloom_context_blocks (namespace, session_id, key, content, updated_at) "
+        "VALUES ('owner', :s, 'planted', 'y', now())"
+    )
+    refusals: list[str] = []
+    with (
+        RoundTrips().counting() as sent,
+        pytest.raises(SessionNotFoundError),
+        runtime.manager("intruder").checked_session(session_id),
+    ):
+        for attempt in (
+            lambda: database.query_once("SELECT CAST(:v AS int)", {"v": 1}),
+            lambda: database.execute_once(insert, {"s": session_id}),
+            lambda: database.read_together([("SELECT CAST(:v AS int)", {"v": 2})]),
+            lambda: database.write().__enter__(),
+        ):
+            try:
+                attempt()
+            except SessionNotFoundError:
+                refusals.append("refused")
+    assert refusals == ["refused"] * 4
+    assert len(sent) == 1, sent  # only the first read (with the check) left
+    assert admin.run("SELECT count(*) FROM threadloom_context_blocks WHERE key = 'planted'") == [[0]]

@@ -198,7 +198,7 @@ def list_tools(binding: Binding) -> list[ToolSpec]:
     specs = [tool.spec for tool in MEMORY_TOOLS.values()]
     manager = binding.manager
     if binding.session_id is not None and manager.get(binding.session_id) is not None:
-        reference = context_cases.session_tools(manager, binding.session_id)
+        reference = context_cases.session_tools(manager, manager.get_session(binding.session_id))
     else:
         try:
             reference = {**manager.get_session(SCHEMA_SESSION).tools(), **manager.tools()}

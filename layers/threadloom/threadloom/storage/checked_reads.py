@@ -56,9 +56,14 @@ def take_pending_check(database: object) -> PendingCheck | None:
 
     Marked sent as it leaves, so a statement the caller runs to send it does not pick it up again. A
     caller whose round trip failed before the answer was read hands it back with :func:`return_check`.
+    Once refused, every later statement of the block on ``database`` raises the refusal before it is sent.
     """
     pending = _pending.get()
-    if pending is None or pending.state != "waiting" or pending.database is not database:
+    if pending is None or pending.database is not database:
+        return None
+    if pending.state == "refused":  # whatever the block does after a refusal it caught is refused again
+        raise pending.refused()
+    if pending.state != "waiting":
         return None
     pending.state = "sent"
     return pending

@@ -125,13 +125,14 @@ def system_prompt(manager: SessionManager, session_id: str, *, refresh: bool = F
     return SystemPromptOut(system_prompt=manager.get_session(session_id).freeze_system_prompt())
 
 
-def session_tools(manager: SessionManager, session_id: str) -> dict[str, Tool]:
+def session_tools(manager: SessionManager, session: Session) -> dict[str, Tool]:
     """The session's context tools plus the manager's ``session_search``."""
-    return {**require_session(manager, session_id).tools(), **manager.tools()}
+    return {**session.tools(), **manager.tools()}
 
 
 def tool_specs(manager: SessionManager, session_id: str, fmt: ToolFormat) -> ToolsOut:
-    tools = session_tools(manager, session_id)
+    with manager.checked_session(session_id) as session:
+        tools = session_tools(manager, session)
     specs: Any
     if fmt == "bedrock":
         specs = to_bedrock_tool_config(tools)
@@ -148,10 +149,12 @@ def tool_specs(manager: SessionManager, session_id: str, fmt: ToolFormat) -> Too
 
 
 def call_tool(manager: SessionManager, session_id: str, tool_name: str, arguments: dict[str, Any]) -> ToolCallOut:
-    tool = session_tools(manager, session_id).get(tool_name)
-    if tool is None:
-        raise NotFoundError(f"Tool {tool_name!r} is not available in session {session_id!r}")
-    output = tool.execute(arguments)
+    """A model's tool call, the tenant's check sent with its first read (a refusal the tool catches still 404s)."""
+    with manager.checked_session(session_id) as session:
+        tool = session_tools(manager, session).get(tool_name)
+        if tool is None:
+            raise NotFoundError(f"Tool {tool_name!r} is not available in session {session_id!r}")
+        output = tool.execute(arguments)
     if tool_name in CONTEXT_WRITING_TOOLS:
-        manager.get_session(session_id).announce_change("context")
+        session.announce_change("context")
     return ToolCallOut(output=output, is_error=is_error_result(output))
