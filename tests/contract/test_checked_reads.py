@@ -202,3 +202,38 @@ def test_another_tenants_memory_tool_call_writes_nothing_though_the_tool_catches
     written = context.call_tool(owner, session_id, "set_context", {"label": "memory", "content": "third fact"})
     assert not written.is_error
     assert runtime.manager("owner").get_session(session_id).read_context_block("memory").content == "third fact"
+
+
+def test_another_tenants_skill_write_leaves_no_file_and_the_owners_does(runtime: Runtime, tmp_path: Path) -> None:
+    """A skill document goes to the skill store (a folder here, S3 deployed), which no statement gates."""
+    session_id = _session(runtime)
+
+    def files() -> set[Path]:
+        return {path for path in tmp_path.rglob("*") if path.is_file()}
+
+    before = files()
+    arguments = {"label": "skills", "content": "# Deploying\nRun the two commands.", "metadata": {"title": "deploy"}}
+    with pytest.raises(SessionNotFoundError):
+        context.call_tool(runtime.manager("intruder"), session_id, "set_context", dict(arguments))
+    assert files() == before
+    written = context.call_tool(runtime.manager("owner"), session_id, "set_context", dict(arguments))
+    assert not written.is_error, written.output
+    assert len(files() - before) >= 1
+
+
+def test_a_skill_write_to_a_session_deleted_meanwhile_leaves_no_file(runtime: Runtime, tmp_path: Path) -> None:
+    """A warm manager keeps the session, its blocks loaded: no read goes ahead of the write, so the check runs alone."""
+    session_id = _session(runtime)
+    warm = runtime.manager("owner")
+    context.tool_specs(warm, session_id, "openai")  # the session kept, its blocks loaded
+    warm.get_session(session_id).get_context_blocks()
+    runtime.manager("owner").delete(session_id)  # another process deletes it
+
+    def files() -> set[Path]:
+        return {path for path in tmp_path.rglob("*") if path.is_file()}
+
+    before = files()
+    arguments = {"label": "skills", "content": "# Deploying\nRun the two commands.", "metadata": {"title": "deploy"}}
+    with pytest.raises(SessionNotFoundError):
+        context.call_tool(warm, session_id, "set_context", arguments)
+    assert files() == before

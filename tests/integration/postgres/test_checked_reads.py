@@ -21,7 +21,7 @@ from threadloom.api.runtime import Runtime, Settings
 from threadloom.api.use_cases import block_history, compaction, context, history, messages
 from threadloom.errors import SessionNotFoundError, StorageError
 from threadloom.live.status import status_report
-from threadloom.storage.checked_reads import checked_first
+from threadloom.storage.checked_reads import checked_first, settle_waiting_check
 
 from tests.integration.postgres.test_round_trips import RoundTrips
 from tests.support.messages import text_message
@@ -214,3 +214,27 @@ def test_after_a_refusal_the_block_caught_every_statement_is_refused_before_it_i
     assert refusals == ["refused"] * 4
     assert len(sent) == 1, sent  # only the first read (with the check) left
     assert admin.run("SELECT count(*) FROM threadloom_context_blocks WHERE key = 'planted'") == [[0]]
+
+
+def test_before_a_side_effect_outside_the_database_the_waiting_check_runs_alone(runtime: Runtime) -> None:
+    """``settle_waiting_check``: what the model's skill write calls before the skill store (S3) is written."""
+    session_id = _session(runtime)
+    database = runtime.store.database
+    side_effects: list[str] = []
+    with RoundTrips().counting() as sent, runtime.manager("owner").checked_session(session_id):
+        settle_waiting_check()
+        side_effects.append("written")
+        settle_waiting_check()  # answered already: nothing more is sent
+        assert database.query_once("SELECT CAST(:v AS int)", {"v": 3}) == [[3]]
+    assert side_effects == ["written"]
+    assert len(sent) == 2 and sent[0].startswith("SELECT SELECT 1 FROM threadloom_sessions"), sent
+    assert sent[1].startswith("SELECT SELECT CAST"), sent  # the read went alone, the check answered
+    with (
+        RoundTrips().counting() as sent,
+        pytest.raises(SessionNotFoundError),
+        runtime.manager("intruder").checked_session(session_id),
+    ):
+        settle_waiting_check()
+        side_effects.append("written by another tenant")
+    assert side_effects == ["written"] and len(sent) == 1, sent
+    settle_waiting_check()  # outside any block: nothing to run

@@ -82,6 +82,17 @@ def settle_alone(database: Database) -> None:
         _settle_now(database, pending)
 
 
+def settle_waiting_check() -> None:
+    """Run the block's waiting check now, alone: before a side effect no statement gates (a skill written to S3)."""
+    pending = _pending.get()
+    if pending is None:
+        return
+    if pending.state == "refused":
+        raise pending.refused()
+    if pending.state == "waiting":
+        _settle_now(pending.database, pending)
+
+
 @contextmanager
 def checked_first(database: Database, statement: Statement, refused: Callable[[], Exception]) -> Iterator[None]:
     """Within the block, ``statement`` (the session's check) goes with ``database``'s first read.

@@ -23,6 +23,7 @@ from threadloom.api.use_cases.common import require_session
 from threadloom.core.prompt import render_prompt
 from threadloom.errors import NotFoundError, ValidationError
 from threadloom.records import BlockChange, ContextBlock
+from threadloom.storage.checked_reads import settle_waiting_check
 from threadloom.tokens import estimate_message_tokens, estimate_string_tokens
 from threadloom.tools.base import is_error_result
 from threadloom.tools.formats import to_anthropic_tools, to_bedrock_tool_config, to_openai_tools
@@ -148,12 +149,21 @@ def tool_specs(manager: SessionManager, session_id: str, fmt: ToolFormat) -> Too
     return ToolsOut(format=fmt, tools=specs)
 
 
+def _writes_outside_the_database(session: Session, tool_name: str, arguments: dict[str, Any]) -> bool:
+    """A skill document goes to S3 (or a folder), which no statement gates: the tenant's check must run first."""
+    label = arguments.get("label")
+    block = session.get_context_block(label) if tool_name == "set_context" and isinstance(label, str) else None
+    return block is not None and block.is_skill
+
+
 def call_tool(manager: SessionManager, session_id: str, tool_name: str, arguments: dict[str, Any]) -> ToolCallOut:
     """A model's tool call, the tenant's check sent with its first read (a refusal the tool catches still 404s)."""
     with manager.checked_session(session_id) as session:
         tool = session_tools(manager, session).get(tool_name)
         if tool is None:
             raise NotFoundError(f"Tool {tool_name!r} is not available in session {session_id!r}")
+        if _writes_outside_the_database(session, tool_name, arguments):
+            settle_waiting_check()
         output = tool.execute(arguments)
     if tool_name in CONTEXT_WRITING_TOOLS:
         session.announce_change("context")
