@@ -237,3 +237,28 @@ def test_a_skill_write_to_a_session_deleted_meanwhile_leaves_no_file(runtime: Ru
     with pytest.raises(SessionNotFoundError):
         context.call_tool(warm, session_id, "set_context", arguments)
     assert files() == before
+
+
+def test_another_tenants_block_writes_are_refused_and_write_nothing(runtime: Runtime) -> None:
+    """``PUT …/context/{label}`` (append, replace) and a revert check the session with their first statement."""
+    session_id = _session(runtime)
+    limits = runtime.limits
+    writes: list[Callable[[Any], Any]] = [
+        lambda manager: context.write_context_block(
+            manager, session_id, "memory", content="planted", mode="replace", limits=limits
+        ),
+        lambda manager: context.write_context_block(
+            manager, session_id, "memory", content="planted", mode="append", limits=limits
+        ),
+        lambda manager: block_history.revert_block(manager, session_id, "memory", version=1, based_on_version=None),
+    ]
+    for write in writes:
+        with pytest.raises(SessionNotFoundError):
+            write(runtime.manager("intruder"))
+    block = runtime.manager("owner").get_session(session_id).read_context_block("memory")
+    assert block is not None and (block.content, block.version) == ("second fact", 2)
+    # The owner's go through: append, then a revert to version 1 (a new version 4)
+    appended = writes[1](runtime.manager("owner"))
+    assert appended.version == 3 and "planted" in appended.content
+    reverted = writes[2](runtime.manager("owner"))
+    assert (reverted.content, reverted.version) == ("first fact", 4)

@@ -74,6 +74,17 @@ def test_the_api_reads_check_the_tenant_in_the_round_trip_of_their_first_read(ru
             lambda m: context.call_tool(m, session_id, "set_context", {"label": "memory", "content": "new"}),
             2,
         ),
+        # An append to a block (what is stored, then the write) and a revert (the version, then the write)
+        "block append": (
+            lambda m: context.write_context_block(
+                m, session_id, "memory", content="more", mode="append", limits=runtime.limits
+            ),
+            2,
+        ),
+        "block revert": (
+            lambda m: block_history.revert_block(m, session_id, "memory", version=1, based_on_version=None),
+            2,
+        ),
     }
     for name, (read, trips) in expected.items():
         counter = RoundTrips()
@@ -81,7 +92,7 @@ def test_the_api_reads_check_the_tenant_in_the_round_trip_of_their_first_read(ru
             read(runtime.manager("owner"))
         assert len(sent) == trips, (name, sent)
         # A read by key goes with the check (by key too) without the timeouts statement, as it would alone
-        by_key = ("context blocks", "context block")
+        by_key = ("context blocks", "context block", "block append")
         assert counter.together_timeouts[0] == (name not in by_key), (name, counter)
         assert sent[0].startswith("TOGETHER SELECT 1 FROM threadloom_sessions WHERE"), (name, sent)
         # And another tenant is refused in that same one round trip, its rows dropped

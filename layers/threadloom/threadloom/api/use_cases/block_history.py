@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 from threadloom.api.models import BlockHistoryPage, BlockVersionOut, ContextBlockOut
 from threadloom.api.paging import decode_cursor, encode_cursor, item_budget, page_size
-from threadloom.api.use_cases.common import require_session
 from threadloom.api.use_cases.context import http_change
 from threadloom.errors import NotFoundError, ValidationError
 
@@ -69,6 +68,8 @@ def revert_block(
     manager: SessionManager, session_id: str, label: str, *, version: int, based_on_version: int | None
 ) -> ContextBlockOut:
     """Make an old version current again: a new version whose provenance is this request."""
-    session = _block_session(require_session(manager, session_id), label)
-    block = session.revert_context(label, version, change=http_change(), based_on_version=based_on_version)
+    with manager.checked_session(session_id) as session:
+        block = _block_session(session, label).revert_context(
+            label, version, change=http_change(), based_on_version=based_on_version
+        )
     return ContextBlockOut.of(block)

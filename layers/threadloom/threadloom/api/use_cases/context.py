@@ -77,16 +77,22 @@ def write_context_block(
     limits: Limits,
     based_on_version: int | None = None,
 ) -> ContextBlockOut:
-    """Append (merged with what is stored) or replace (refused with 409 when ``based_on_version`` is stale)."""
-    session = require_session(manager, session_id)
-    if session.get_context_block(label) is None:
-        raise NotFoundError(f'Block "{label}" not found')
-    if mode == "append":
-        if based_on_version is not None:
-            raise ValidationError("basedOnVersion is for replacements: an append is merged with what is stored")
-        return ContextBlockOut.of(session.append_context_block(label, content, change=http_change()))
-    block = session.replace_context_block(label, content, based_on_version=based_on_version, change=http_change())
-    return ContextBlockOut.of(block)
+    """Append (merged with what is stored) or replace (refused with 409 when ``based_on_version`` is stale).
+
+    The tenant's check goes with the append's read of what is stored, or alone ahead of a replacement.
+    """
+    with manager.checked_session(session_id) as session:
+        block = session.get_context_block(label)
+        if block is None:
+            raise NotFoundError(f'Block "{label}" not found')
+        if block.is_skill:  # a skill document is written to S3 (or a folder), which no statement gates
+            settle_waiting_check()
+        if mode == "append":
+            if based_on_version is not None:
+                raise ValidationError("basedOnVersion is for replacements: an append is merged with what is stored")
+            return ContextBlockOut.of(session.append_context_block(label, content, change=http_change()))
+        written = session.replace_context_block(label, content, based_on_version=based_on_version, change=http_change())
+        return ContextBlockOut.of(written)
 
 
 def context_window(manager: SessionManager, session_id: str, threshold: int | None) -> ContextWindowOut:
