@@ -23,26 +23,16 @@ from threadloom.errors import SessionNotFoundError, StorageError
 from threadloom.live.status import status_report
 from threadloom.storage.checked_reads import checked_first, settle_waiting_check
 
+from tests.contract.test_checked_reads import _session
 from tests.integration.postgres.test_round_trips import RoundTrips
-from tests.support.messages import text_message
 
 pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture
 def runtime(make_store: Callable[[], Any], tmp_path: Path) -> Runtime:
+    """The HTTP API's runtime over a PostgresStore; the session is ``tests/contract/test_checked_reads.py``'s."""
     return Runtime(Settings(skills_dir=str(tmp_path), compaction_mode="inline"), store=make_store())
-
-
-def _session(runtime: Runtime) -> str:
-    manager = runtime.manager("owner")
-    session_id = manager.create("checked").id
-    for index in (1, 2, 3):
-        manager.append_message(session_id, text_message(f"m{index}", f"lighthouse line {index}"))
-    manager.append_message(session_id, text_message("b1", "a branch"), "m2")
-    manager.get_session(session_id).replace_context_block("memory", "a fact")
-    manager.add_compaction(session_id, "summary", "m1", "m2")
-    return session_id
 
 
 def test_the_api_reads_check_the_tenant_in_the_round_trip_of_their_first_read(runtime: Runtime) -> None:
