@@ -198,3 +198,34 @@ def test_live_viewers_of_the_other_sessions_hear_their_prompt_is_stale(make_stor
     recorder.events.clear()
     manager.get_session(one.id).replace_context_block("scratch", "mine")
     assert not [event for _, _, event in recorder.events if event.get("staleBlocks")]
+
+
+def test_a_keyed_session_opened_again_for_another_subject_has_that_subjects_blocks(
+    make_store: Callable[[], Any],
+) -> None:
+    """A keyed session's id stays the same when it is deleted and opened again: a warm manager must not
+    keep the subject it knew, or Bob's conversation reads (and writes) Alice's memory."""
+    warm = _manager(make_store(), "tenant-a")
+    alice_elsewhere = warm.create_session("alice's other", subject_id="alice")
+    alice = warm.open_session("user-42", subject_id="alice")
+    warm.get_session(alice.id).append_context_block("memory", "Name: Alice")
+    with warm.checked_session(alice.id) as session:  # the API's read: the session and its subject are cached
+        assert session.get_context_block("memory").content == "Name: Alice"  # type: ignore[union-attr]
+    # Deleted and opened again for Bob in this process
+    warm.delete(alice.id)
+    bob = warm.open_session("user-42", subject_id="bob")
+    assert bob.id == alice.id and bob.subject_id == "bob"
+    with warm.checked_session(bob.id) as session:
+        assert session.get_context_block("memory").content == ""  # type: ignore[union-attr]
+        session.append_context_block("memory", "Name: Bob")
+    # ... and in another process, while this one still knows Bob: opening the key reads the subject again
+    other_process = _manager(make_store(), "tenant-a")
+    other_process.delete(bob.id)
+    carol = other_process.open_session("user-42", subject_id="carol")
+    assert warm.open_session("user-42").subject_id == "carol"
+    assert warm.get_session(carol.id).get_context_block("memory").content == ""  # type: ignore[union-attr]
+    # Each subject's memory stayed its own
+    alice_memory = warm.get_session(alice_elsewhere.id).get_context_block("memory")
+    assert alice_memory.content == "Name: Alice"  # type: ignore[union-attr]
+    bob_later = other_process.create_session("bob's later", subject_id="bob")
+    assert other_process.get_session(bob_later.id).get_context_block("memory").content == "Name: Bob"  # type: ignore[union-attr]

@@ -275,7 +275,7 @@ class SessionManager:
                 yield self.get_session(session_id)
         except Exception as error:
             if isinstance(error, SessionNotFoundError) or not known:
-                self._sessions.pop(session_id, None)
+                self._forget(session_id)
             raise
 
     def _require(self, session_id: str) -> SessionInfo:
@@ -306,8 +306,10 @@ class SessionManager:
         if subject_id is None and parent_session_id is not None:
             parent = self._registry.get(parent_session_id)
             subject_id = parent.subject_id if parent is not None else None
-        return self._registry.create(  # type: ignore[no-any-return]
-            name, parent_session_id=parent_session_id, model=model, source=source, subject_id=subject_id
+        return self._remember(
+            self._registry.create(
+                name, parent_session_id=parent_session_id, model=model, source=source, subject_id=subject_id
+            )
         )
 
     def session_id_for(self, key: str) -> str:
@@ -337,24 +339,39 @@ class SessionManager:
         """
         session_id, info = self._find_keyed(key)
         if info is not None:
-            return info
+            return self._remember(info)
         if name is not None and not isinstance(name, str):
             raise ValidationError("A session name must be a string")
         try:
-            return self._registry.create(  # type: ignore[no-any-return]
-                key if name is None else name, model=model, source=source, session_id=session_id, subject_id=subject_id
+            return self._remember(
+                self._registry.create(
+                    key if name is None else name,
+                    model=model,
+                    source=source,
+                    session_id=session_id,
+                    subject_id=subject_id,
+                )
             )
         except Exception:
             # Another process created it between the read and the insert: theirs is the session.
-            info = self._registry.get(session_id)
+            info = self.get(session_id)
             if info is None:
                 raise
-            return info  # type: ignore[no-any-return]
+            return info
 
     def get(self, session_id: str) -> SessionInfo | None:
         info: SessionInfo | None = self._registry.get(session_id)
-        if info is not None:
-            self._subjects[info.id] = info.subject_id
+        return self._remember(info) if info is not None else None
+
+    def _remember(self, info: SessionInfo) -> SessionInfo:
+        """Keep the subject just read; a cached Session wired for another subject is dropped.
+
+        A keyed session's id is the same when it is deleted and opened again, maybe for another
+        subject (elsewhere, in another process): its subject blocks must then be the new subject's.
+        """
+        if self._subjects.get(info.id, info.subject_id) != info.subject_id:
+            self._sessions.pop(info.id, None)
+        self._subjects[info.id] = info.subject_id
         return info
 
     def sessions_sharing(self, session_id: str, scope: str, *, limit: int = 50) -> builtins.list[str]:
@@ -429,6 +446,7 @@ class SessionManager:
     def delete(self, session_id: str) -> bool:
         """Erase the session and everything derived from it (D12); False if it did not exist."""
         session = self._sessions.pop(session_id, None)
+        self._subjects.pop(session_id, None)
         deleted = bool(self._registry.delete(session_id))
         # A prompt in the session's own store went with its other rows; one kept elsewhere is deleted here.
         if deleted and session is not None and not session.frozen_prompt_checks_registry:
@@ -440,7 +458,12 @@ class SessionManager:
 
     def forget_session(self, session_id: str) -> None:
         """Drop the cached Session of an id removed behind the manager's back (retention, erasure)."""
+        self._forget(session_id)
+
+    def _forget(self, session_id: str) -> None:
+        """Drop what is cached of the session: an id may be deleted and opened again for another subject."""
         self._sessions.pop(session_id, None)
+        self._subjects.pop(session_id, None)
 
     def _touch(self, session_id: str) -> None:
         self._registry.touch(session_id)
@@ -492,7 +515,7 @@ class SessionManager:
             return action(session, True)
         except Exception as error:
             if isinstance(error, SessionNotFoundError) or not known:
-                self._sessions.pop(session_id, None)
+                self._forget(session_id)
             raise
 
     def upsert(self, session_id: str, message: Message, parent_id: str | Omitted | None = OMITTED) -> str:
@@ -648,7 +671,7 @@ class SessionManager:
             raise NotFoundError(f"Message {at_message_id!r} not found in session {session_id!r}")
         self.limits.check_name(name, "session name")
         # the child keeps its parent's subject, known from the check above: no second read of the parent
-        info: SessionInfo = self._registry.create(name, parent_session_id=session_id, subject_id=parent.subject_id)
+        info = self._remember(self._registry.create(name, parent_session_id=session_id, subject_id=parent.subject_id))
         try:
             new_ids = copy_history(at_message_id, info.id, limits=self.limits)
         except BaseException:
