@@ -1,8 +1,9 @@
 """On PostgreSQL a tenant's session check waits for the block's first read and goes in its round trip.
 
 ``storage/checked_reads.py``: inside ``SessionManager.checked_session`` the registry's check is sent in
-one pipeline with the first read (``read_together``), each its own snapshot; the read's rows come back
-only when the check found the session. Everything else the block sends first (a write, a transaction)
+one pipeline with the first read (``read_together``), each its own snapshot, in the form that fails
+when it finds nothing, so that the server skips the read; the read's rows come back only when the check
+found the session. Everything else the block sends first (a write, a transaction)
 runs the check alone before it; a failed round trip leaves it waiting; a block that reads nothing runs it
 at its end; and it belongs to the thread that opened the block. The API's reads are one round trip
 fewer for it (counted here); ``tests/contract/test_checked_reads.py`` checks their answers and refusals
@@ -19,7 +20,7 @@ from typing import Any
 import pytest
 from threadloom.api.runtime import Runtime, Settings
 from threadloom.api.use_cases import block_history, compaction, context, history, messages
-from threadloom.errors import SessionNotFoundError, StorageError
+from threadloom.errors import SessionNotFoundError, StorageError, StorageTimeoutError, StorageUnavailableError
 from threadloom.live.status import status_report
 from threadloom.storage.checked_reads import checked_first, settle_waiting_check
 
@@ -84,8 +85,8 @@ def test_the_api_reads_check_the_tenant_in_the_round_trip_of_their_first_read(ru
         # A read by key goes with the check (by key too) without the timeouts statement, as it would alone
         by_key = ("context blocks", "context block", "block append")
         assert counter.together_timeouts[0] == (name not in by_key), (name, counter)
-        assert sent[0].startswith("TOGETHER SELECT 1 FROM threadloom_sessions WHERE"), (name, sent)
-        # And another tenant is refused in that same one round trip, its rows dropped
+        assert sent[0].startswith("TOGETHER SELECT threadloom_require_session(:names | "), (name, sent)
+        # And another tenant is refused in that same one round trip; the server skipped its read
         with RoundTrips().counting() as sent, pytest.raises(SessionNotFoundError):
             read(runtime.manager("intruder"))
         assert len(sent) == 1, (name, sent)
@@ -132,18 +133,55 @@ def test_a_failed_round_trip_leaves_the_check_waiting_and_it_runs_at_the_end(run
     session_id = _session(runtime)
     database = runtime.store.database
     broken = ("SELECT no_such_column FROM threadloom_messages WHERE session_id = :sid", {"sid": session_id})
-    # The owner gets the statement's own error (and the check, run again at the end, passes)
-    with pytest.raises(StorageError) as raised, runtime.manager("owner").checked_session(session_id):
+    # The owner gets the statement's own error; the check, whose answer that error hid, runs again at the end
+    with (
+        RoundTrips().counting() as sent,
+        pytest.raises(StorageError) as raised,
+        runtime.manager("owner").checked_session(session_id),
+    ):
         database.query_once(*broken)
     assert not isinstance(raised.value, SessionNotFoundError)
-    # Another tenant gets the refusal, whatever the block's own error
+    assert len(sent) == 2 and sent[1].startswith("SELECT SELECT 1 FROM threadloom_sessions"), sent
+    # Another tenant gets the refusal, whatever the block's own statement: the check failed first
     with (
         RoundTrips().counting() as sent,
         pytest.raises(SessionNotFoundError),
         runtime.manager("intruder").checked_session(session_id),
     ):
         database.query_once(*broken)
-    assert len(sent) == 2 and sent[1].startswith("SELECT SELECT 1 FROM threadloom_sessions"), sent
+    assert len(sent) == 1, sent
+
+
+def test_a_refused_check_makes_the_server_skip_the_reads_that_went_with_it(runtime: Runtime, admin: Any) -> None:
+    """A refused request runs the check by key and nothing else: its timing says nothing of the session.
+
+    A sequence's ``nextval`` is not undone by a rollback, so it shows whether the server ran the read.
+    """
+    session_id = _session(runtime)
+    database = runtime.store.database
+    admin.run("DROP SEQUENCE IF EXISTS threadloom_test_reads_run")
+    admin.run("CREATE SEQUENCE threadloom_test_reads_run")
+    read = ("SELECT nextval('threadloom_test_reads_run') FROM threadloom_sessions WHERE id = :id", {"id": session_id})
+    try:
+        for send in (
+            lambda: database.query_once(*read),
+            lambda: database.read_together([read, read]),
+            lambda: database.query_once(*read, by_key=True),
+        ):
+            with (
+                RoundTrips().counting() as sent,
+                pytest.raises(SessionNotFoundError),
+                runtime.manager("intruder").checked_session(session_id),
+            ):
+                send()
+            assert len(sent) == 1 and sent[0].startswith("TOGETHER SELECT threadloom_require_session("), sent
+        assert admin.run("SELECT last_value, is_called FROM threadloom_test_reads_run") == [[1, False]]
+        # The owner's read runs, in the same single round trip
+        with RoundTrips().counting() as sent, runtime.manager("owner").checked_session(session_id):
+            assert database.read_together([read, read]) == [[[1]], [[2]]]
+        assert len(sent) == 1, sent
+    finally:
+        admin.run("DROP SEQUENCE threadloom_test_reads_run")
 
 
 def test_a_block_inside_another_runs_the_outer_check_first_and_its_own_with_its_read(runtime: Runtime) -> None:
@@ -239,3 +277,26 @@ def test_before_a_side_effect_outside_the_database_the_waiting_check_runs_alone(
         side_effects.append("written by another tenant")
     assert side_effects == ["written"] and len(sent) == 1, sent
     settle_waiting_check()  # outside any block: nothing to run
+
+
+def test_when_the_check_cannot_run_at_the_end_the_blocks_own_error_is_raised(
+    runtime: Runtime, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A block that failed for want of the server (a timeout) and whose check then cannot run either
+    raises its own error, which says what happened; only a refusal takes its place."""
+    session_id = _session(runtime)
+    database = runtime.store.database
+
+    def unavailable(*_args: Any, **_options: Any) -> Any:
+        raise StorageUnavailableError("the server went away")
+
+    with pytest.raises(StorageTimeoutError), runtime.manager("intruder").checked_session(session_id):
+        monkeypatch.setattr(database, "query_once", unavailable)
+        raise StorageTimeoutError("the read timed out")
+    monkeypatch.setattr(database, "query_once", lambda *_args, **_options: [])  # the check finds nothing
+    with pytest.raises(SessionNotFoundError), runtime.manager("intruder").checked_session(session_id):
+        raise StorageTimeoutError("the read timed out")
+    # Without an error of its own, the block gets the check's
+    monkeypatch.setattr(database, "query_once", unavailable)
+    with pytest.raises(StorageUnavailableError), runtime.manager("owner").checked_session(session_id):
+        pass

@@ -4,8 +4,10 @@ Every session-level request of the HTTP API checks first that the session is the
 registry row in its namespace), then reads what it asked for: on PostgreSQL two round trips where
 the read alone is one. Inside :func:`checked_first` the check waits, and the database sends it in
 the same round trip as the block's first read (a pipeline: the check, then the read, each its own
-snapshot). The read's rows are handed back only when the check found the session; otherwise that
-read raises the refusal and the rows are dropped. Anything else the block sends first (a write, a
+snapshot). That check is the form that fails when it finds nothing (migration 0030): the server
+then skips the read, so a refused request runs the lookup by key and nothing else, and its timing
+cannot tell another tenant's session (or its size) from an id nobody holds. The read's rows are
+handed back only when the check passed. Anything else the block sends first (a write, a
 transaction) runs the check alone before it, and a block that sends nothing runs it when it ends,
 so no outcome of a block ever leaves it without the check, whatever path the block took.
 
@@ -19,7 +21,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -33,19 +35,27 @@ Statement = tuple[str, "Params"]
 class PendingCheck:
     """A check not yet answered: ``statement`` finds a row when the session is the tenant's.
 
+    ``failing``: the same check as a statement that raises when it finds nothing, sent ahead of
+    reads in one pipeline (the server skips what follows an error); None where there is none.
     ``state``: ``waiting`` (not sent), ``sent`` (in a round trip not answered yet), ``passed`` or ``refused``.
     """
 
     database: Any
     statement: Statement
     refused: Callable[[], Exception]
+    failing: Statement | None = None
     state: str = "waiting"
 
     def settle(self, rows: Sequence[Any]) -> None:
         """Take the check's rows: raise the refusal when it found none."""
-        self.state = "passed" if rows else "refused"
         if not rows:
-            raise self.refused()
+            self.refuse()
+        self.state = "passed"
+
+    def refuse(self) -> NoReturn:
+        """The check found nothing: the block is refused, now and at every later statement."""
+        self.state = "refused"
+        raise self.refused() from None
 
 
 _pending: ContextVar[PendingCheck | None] = ContextVar("threadloom_pending_session_check", default=None)
@@ -94,18 +104,20 @@ def settle_waiting_check() -> None:
 
 
 @contextmanager
-def checked_first(database: Database, statement: Statement, refused: Callable[[], Exception]) -> Iterator[None]:
+def checked_first(
+    database: Database, statement: Statement, refused: Callable[[], Exception], *, failing: Statement | None = None
+) -> Iterator[None]:
     """Within the block, ``statement`` (the session's check) goes with ``database``'s first read.
 
     When it finds no row, ``refused()`` is raised: by that read, by whatever the block sends first,
     or when the block ends. An error the block raised before the check was answered gives way to
     the refusal, as does a refusal the block caught: another tenant's session is refused the same
-    way whatever path the block took.
+    way whatever path the block took. ``failing``: see :class:`PendingCheck`.
     """
     outer = _pending.get()
     if outer is not None and outer.state == "waiting":
         settle_alone(outer.database)  # a block inside another: the outer check goes first, alone
-    pending = PendingCheck(database, statement, refused)
+    pending = PendingCheck(database, statement, refused, failing)
     if not getattr(database, "sends_checks_with_reads", False):
         _settle_now(database, pending)
         yield
@@ -115,10 +127,23 @@ def checked_first(database: Database, statement: Statement, refused: Callable[[]
         yield
     except BaseException:
         _pending.reset(token)
-        _settle_at_end(database, pending)
+        _settle_after_error(database, pending)
         raise
     _pending.reset(token)
     _settle_at_end(database, pending)
+
+
+def _settle_after_error(database: Database, pending: PendingCheck) -> None:
+    """The refusal wins over the block's own error; a check that cannot run either leaves that error.
+
+    A block whose round trip failed (a timeout, a lost connection) still has its check waiting: run
+    again, it may fail the same way, and the block's error is then the one that says what happened.
+    """
+    try:
+        _settle_at_end(database, pending)
+    except Exception:
+        if pending.state == "refused":
+            raise
 
 
 def _settle_at_end(database: Database, pending: PendingCheck) -> None:

@@ -157,6 +157,9 @@ class SqlDialect:
     get_session: ClassVar[str]
     #: A row when the namespace holds the session: the check a read of its data carries (``checked_reads``).
     session_exists: ClassVar[str]
+    #: The same check raising ``TL410`` when it finds nothing, to go ahead of reads in one pipeline: the
+    #: server then skips them, so a refused read never runs (None where the check cannot be pipelined).
+    session_required: ClassVar[str | None]
     count_sessions: ClassVar[str]
     get_setting: ClassVar[str]
     list_sessions: ClassVar[str]

@@ -125,9 +125,15 @@ class SqlSessionRegistry:
 
         The check waits for the block's first read and goes in its round trip (:mod:`checked_reads`).
         """
-        statement = (self._sql.session_exists, {"namespace": self.namespace, "id": session_id})
+        params = {"namespace": self.namespace, "id": session_id}
         refused = lambda: SessionNotFoundError(f"Session {session_id!r} not found")  # noqa: E731
-        return checked_first(self._database, statement, refused)
+        required = self._sql.session_required
+        return checked_first(
+            self._database,
+            (self._sql.session_exists, params),
+            refused,
+            failing=(required, params) if required is not None else None,
+        )
 
     def _get(self, tx: Executor, session_id: str) -> SessionInfo | None:
         rows = tx.query(self._sql.get_session, {"namespace": self.namespace, "id": session_id})

@@ -66,6 +66,8 @@ BATCH_STATEMENTS: Final = 256
 
 _LOCK_NOT_AVAILABLE: Final = "55P03"
 _QUERY_CANCELED: Final = "57014"
+#: threadloom_require_session (migration 0030): the namespace holds no such session.
+_SESSION_REFUSED: Final = "TL410"
 
 
 @dataclass(frozen=True, slots=True)
@@ -329,9 +331,19 @@ class PostgresDatabase:
     def _checked_reads(
         self, pending: PendingCheck, statements: Sequence[tuple[str, Mapping[str, Any]]], *, timeouts: bool = True
     ) -> list[list[list[Any]]]:
-        """A tenant's check and the reads after it in one round trip; their rows only if the check passed."""
+        """A tenant's check and the reads after it in one round trip; their rows only if the check passed.
+
+        The check goes in the form that fails (``session_required``), so on a refusal the server skips
+        the reads: they never run for a session that is not the tenant's.
+        """
+        check = pending.failing or pending.statement
         try:
-            answers = self.read_together([pending.statement, *statements], timeouts=timeouts)
+            answers = self.read_together([check, *statements], timeouts=timeouts)
+        except StorageError as error:
+            if pending.failing is not None and _sqlstate_of(error) == _SESSION_REFUSED:
+                pending.refuse()
+            return_check(pending)
+            raise
         except BaseException:
             return_check(pending)
             raise
@@ -486,6 +498,12 @@ class PostgresDatabase:
 
     def write(self) -> AbstractContextManager[PostgresExecutor]:
         return self._transaction(BEGIN_WRITE)
+
+
+def _sqlstate_of(error: StorageError) -> str | None:
+    """The server's SQLSTATE behind a translated error, if the server raised it."""
+    cause = error.__cause__
+    return sqlstate(cause) if cause is not None else None
 
 
 def _timed_out(error: BaseException) -> bool:

@@ -508,6 +508,7 @@ class PostgresSql(SqlDialect):
     )
     get_session = f"SELECT {_SESSION_COLUMNS} FROM threadloom_sessions WHERE namespace = :namespace AND id = :id"
     session_exists = "SELECT 1 FROM threadloom_sessions WHERE namespace = :namespace AND id = :id"
+    session_required = "SELECT threadloom_require_session(:namespace, :id)"
     count_sessions = "SELECT COUNT(*) FROM threadloom_sessions WHERE namespace = :namespace"
     get_setting = "SELECT value FROM threadloom_settings WHERE name = :name"
     list_sessions = (
