@@ -626,7 +626,7 @@ def test_a_block_write_is_one_statement_with_its_version_and_the_pruning(
     with RoundTrips().counting() as sent:
         write_context_block(manager, session_id, "memory", content="over http", mode="append", limits=manager.limits)
     # The session's check goes with the block's read (SessionManager.checked_session), then its write
-    assert len(sent) == 2 and sent[0].startswith("TOGETHER SELECT 1 FROM threadloom_sessions"), sent
+    assert len(sent) == 2 and sent[0].startswith("TOGETHER SELECT threadloom_require_session("), sent
 
 
 def test_clearing_a_session_checks_and_stamps_it_in_the_clears_transaction(runtime: Runtime) -> None:
