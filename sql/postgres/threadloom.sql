@@ -1736,12 +1736,25 @@ INSERT INTO threadloom_schema_migrations (version, name) VALUES (29, '0029_updat
 -- when the namespace does not hold the session; one Sync ends the pipeline, so the server skips every
 -- statement after the error and a refused request runs nothing but this lookup by key, whoever owns
 -- the id.
-CREATE FUNCTION threadloom_require_session(p_namespace TEXT, p_id TEXT) RETURNS INTEGER
+-- With p_check_subject it also raises (TL412) when the session's subject is not p_subject: a process
+-- that knew the session before it was deleted and created again under the same id (a keyed session,
+-- opened again for another subject) would otherwise read that subject's blocks for the new one.
+CREATE FUNCTION threadloom_require_session(
+    p_namespace     TEXT,
+    p_id            TEXT,
+    p_check_subject BOOLEAN,
+    p_subject       TEXT
+) RETURNS INTEGER
 LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    v_subject TEXT;
 BEGIN
-    PERFORM 1 FROM threadloom_sessions WHERE namespace = p_namespace AND id = p_id;
+    SELECT subject_id INTO v_subject FROM threadloom_sessions WHERE namespace = p_namespace AND id = p_id;
     IF NOT FOUND THEN
         RAISE EXCEPTION USING ERRCODE = 'TL410', MESSAGE = 'threadloom: the namespace holds no such session';
+    END IF;
+    IF p_check_subject AND v_subject IS DISTINCT FROM p_subject THEN
+        RAISE EXCEPTION USING ERRCODE = 'TL412', MESSAGE = 'threadloom: the session now belongs to another subject';
     END IF;
     RETURN 1;
 END

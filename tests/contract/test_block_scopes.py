@@ -229,3 +229,49 @@ def test_a_keyed_session_opened_again_for_another_subject_has_that_subjects_bloc
     assert alice_memory.content == "Name: Alice"  # type: ignore[union-attr]
     bob_later = other_process.create_session("bob's later", subject_id="bob")
     assert other_process.get_session(bob_later.id).get_context_block("memory").content == "Name: Bob"  # type: ignore[union-attr]
+
+
+def test_a_warm_process_asked_by_id_for_a_session_created_again_elsewhere_reads_nothing_stale(
+    make_store: Callable[[], Any],
+) -> None:
+    """Requests after the first name the session by id: the check that goes with the read also checks that
+    the session still has the subject this process wired its blocks for (``SessionChangedError``, 409)."""
+    from threadloom.api.use_cases import context
+    from threadloom.errors import SessionChangedError
+
+    warm = _manager(make_store(), "tenant-a")
+    alice = warm.open_session("user-7", subject_id="alice")
+    with warm.checked_session(alice.id) as session:
+        session.append_context_block("memory", "Name: Alice")
+    elsewhere = _manager(make_store(), "tenant-a")
+    elsewhere.delete(alice.id)
+    assert elsewhere.open_session("user-7", subject_id="dave").id == alice.id
+    # A read through the API's use case: a 409, and nothing of Alice's in it
+    with pytest.raises(SessionChangedError):
+        context.context_block(warm, alice.id, "memory")
+    elsewhere.delete(alice.id)
+    elsewhere.open_session("user-7", subject_id="alice")
+    with warm.checked_session(alice.id) as session:  # this process knows Alice's session again...
+        assert session.get_context_block("memory").content == "Name: Alice"  # type: ignore[union-attr]
+    elsewhere.delete(alice.id)
+    elsewhere.open_session("user-7", subject_id="dave")  # ...created once more elsewhere, for Dave
+    written: list[str] = []
+    with pytest.raises(SessionChangedError), warm.checked_session(alice.id) as session:
+        session.append_context_block("memory", "Name: Dave")  # would have gone to Alice's memory
+        written.append("written")
+    assert written == []
+    # Retried, the request reads the session afresh: Dave's memory, empty, and Alice's kept hers
+    with warm.checked_session(alice.id) as session:
+        assert session.subject_id == "dave"
+        assert session.get_context_block("memory").content == ""  # type: ignore[union-attr]
+        session.append_context_block("memory", "Name: Dave")
+    alice_again = elsewhere.create_session("alice's next", subject_id="alice")
+    assert elsewhere.get_session(alice_again.id).get_context_block("memory").content == "Name: Alice"  # type: ignore[union-attr]
+    # A session without subject blocks wired is not checked for its subject
+    plain = SessionManager(make_store(), namespace="tenant-a").with_context("scratch")
+    with plain.checked_session(alice.id):
+        pass
+    elsewhere.delete(alice.id)
+    elsewhere.open_session("user-7", subject_id="erin")
+    with plain.checked_session(alice.id) as session:
+        assert session.get_context_block("scratch").content == ""  # type: ignore[union-attr]

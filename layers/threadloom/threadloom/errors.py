@@ -31,6 +31,11 @@ class ConflictError(ThreadloomError):
     """A precondition failed: the leaf moved, or an idempotency key was reused with another body."""
 
 
+class SessionChangedError(ConflictError):
+    """The session was deleted and created again under the same id (a keyed session, for another subject)
+    since this process last read it: nothing was read or written with what it knew; retry the request."""
+
+
 class StaleVersionError(ConflictError):
     """A block replacement was based on a version that is no longer current: nothing was written.
 

@@ -120,12 +120,12 @@ def test_a_write_or_a_transaction_runs_the_check_alone_before_it(runtime: Runtim
             runtime.manager("intruder").checked_session(session_id),
         ):
             open_write()
-        assert len(sent) == 1 and sent[0].startswith("SELECT SELECT 1 FROM threadloom_sessions"), sent
+        assert len(sent) == 1 and sent[0].startswith("SELECT SELECT subject_id FROM threadloom_sessions"), sent
     assert admin.run("SELECT count(*) FROM threadloom_context_blocks WHERE key = 'x'") == [[0]]
     # The owner's write goes after its check, alone
     with RoundTrips().counting() as sent, runtime.manager("owner").checked_session(session_id):
         database.execute_once(insert, {"n": "owner", "s": session_id})
-    assert len(sent) == 2 and sent[0].startswith("SELECT SELECT 1 FROM threadloom_sessions"), sent
+    assert len(sent) == 2 and sent[0].startswith("SELECT SELECT subject_id FROM threadloom_sessions"), sent
     assert admin.run("SELECT count(*) FROM threadloom_context_blocks WHERE key = 'x'") == [[1]]
 
 
@@ -141,7 +141,7 @@ def test_a_failed_round_trip_leaves_the_check_waiting_and_it_runs_at_the_end(run
     ):
         database.query_once(*broken)
     assert not isinstance(raised.value, SessionNotFoundError)
-    assert len(sent) == 2 and sent[1].startswith("SELECT SELECT 1 FROM threadloom_sessions"), sent
+    assert len(sent) == 2 and sent[1].startswith("SELECT SELECT subject_id FROM threadloom_sessions"), sent
     # Another tenant gets the refusal, whatever the block's own statement: the check failed first
     with (
         RoundTrips().counting() as sent,
@@ -222,7 +222,8 @@ def test_the_check_belongs_to_the_thread_that_opened_the_block(runtime: Runtime)
         thread.join()
         assert elsewhere == [[[5]]]  # not refused: the pending check is not that thread's
     assert sent[0].startswith("SELECT SELECT CAST"), sent
-    assert sent[1].startswith("SELECT SELECT 1 FROM threadloom_sessions"), sent  # the block's own check, at its end
+    # the block's own check, at its end
+    assert sent[1].startswith("SELECT SELECT subject_id FROM threadloom_sessions"), sent
 
 
 def test_after_a_refusal_the_block_caught_every_statement_is_refused_before_it_is_sent(
@@ -266,7 +267,7 @@ def test_before_a_side_effect_outside_the_database_the_waiting_check_runs_alone(
         settle_waiting_check()  # answered already: nothing more is sent
         assert database.query_once("SELECT CAST(:v AS int)", {"v": 3}) == [[3]]
     assert side_effects == ["written"]
-    assert len(sent) == 2 and sent[0].startswith("SELECT SELECT 1 FROM threadloom_sessions"), sent
+    assert len(sent) == 2 and sent[0].startswith("SELECT SELECT subject_id FROM threadloom_sessions"), sent
     assert sent[1].startswith("SELECT SELECT CAST"), sent  # the read went alone, the check answered
     with (
         RoundTrips().counting() as sent,
@@ -300,3 +301,26 @@ def test_when_the_check_cannot_run_at_the_end_the_blocks_own_error_is_raised(
     monkeypatch.setattr(database, "query_once", unavailable)
     with pytest.raises(StorageUnavailableError), runtime.manager("owner").checked_session(session_id):
         pass
+
+
+def test_a_session_created_again_for_another_subject_is_refused_in_the_reads_round_trip(
+    make_store: Callable[[], Any],
+) -> None:
+    """The check carries the subject a warm process wired the session's blocks for (``TL412``)."""
+    from threadloom.errors import SessionChangedError
+
+    from tests.contract.test_block_scopes import _manager
+
+    warm, elsewhere = _manager(make_store(), "tenant-a"), _manager(make_store(), "tenant-a")
+    session_id = warm.open_session("user-9", subject_id="alice").id
+    with warm.checked_session(session_id) as session:
+        session.append_context_block("memory", "Name: Alice")
+    elsewhere.delete(session_id)
+    elsewhere.open_session("user-9", subject_id="dave")
+    with RoundTrips().counting() as sent, pytest.raises(SessionChangedError):
+        context.context_block(warm, session_id, "memory")
+    assert len(sent) == 1 and sent[0].startswith("TOGETHER SELECT threadloom_require_session("), sent
+    with RoundTrips().counting() as sent:  # retried: read afresh, Dave's memory
+        assert context.context_block(warm, session_id, "memory").content == ""
+    # The check went with the registry row's read, which gave the subject, then the blocks were read
+    assert sent[0].startswith("TOGETHER SELECT threadloom_require_session(:names | SELECT id, name"), sent

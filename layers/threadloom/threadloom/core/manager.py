@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from threadloom.core.keys import LEGACY_KEYED_SESSION_NAMESPACE
 from threadloom.core.session import Session
-from threadloom.errors import NotFoundError, SessionNotFoundError, ValidationError
+from threadloom.errors import NotFoundError, SessionChangedError, SessionNotFoundError, ValidationError
 from threadloom.limits import DEFAULT_LIMITS, Limits, check_text
 from threadloom.records import OMITTED, Omitted
 from threadloom.tools.session_search import build_session_search_tool, format_history_results
@@ -222,7 +222,7 @@ class SessionManager:
             return cached
         session = Session.create(self.store).for_session(session_id).in_namespace(self.namespace)
         session.with_limits(self.limits)
-        if any(options["scope"] == "subject" for _, options in self._contexts):
+        if self._wires_subjects():
             session.for_subject(self._subject_of(session_id))
         if self._history_policy is not None:
             session.with_block_history(self._history_policy)
@@ -260,7 +260,10 @@ class SessionManager:
         On PostgreSQL the registry's check goes in the round trip of the block's first read, one
         round trip where it was two; the refusal is raised by that read, by a write the block sends
         first, or when the block ends (``storage/checked_reads.py``). A store whose registry cannot
-        wait (another kind of store) is read first. An id refused stays uncached.
+        wait (another kind of store) is read first. An id refused stays uncached. A session whose
+        subject blocks are wired for the subject known here is checked to have it still, else
+        ``SessionChangedError`` (deleted and created again for another subject elsewhere) and the
+        session is dropped from the cache, so a retry reads it afresh.
         """
         if not isinstance(session_id, str):
             raise SessionNotFoundError(f"Session {session_id!r} not found")
@@ -270,19 +273,23 @@ class SessionManager:
             yield self.get_session(session_id)
             return
         known = session_id in self._sessions
+        wired_subject = known and self._wires_subjects() and session_id in self._subjects
         try:
-            with checked(session_id):
+            with checked(session_id, check_subject=wired_subject, subject=self._subjects.get(session_id)):
                 yield self.get_session(session_id)
         except Exception as error:
-            if isinstance(error, SessionNotFoundError) or not known:
+            if isinstance(error, (SessionNotFoundError, SessionChangedError)) or not known:
                 self._forget(session_id)
             raise
 
+    def _wires_subjects(self) -> bool:
+        return any(options["scope"] == "subject" for _, options in self._contexts)
+
     def _require(self, session_id: str) -> SessionInfo:
-        info = self._registry.get(session_id) if isinstance(session_id, str) else None
+        info = self.get(session_id) if isinstance(session_id, str) else None
         if info is None:
             raise SessionNotFoundError(f"Session {session_id!r} not found")
-        return info  # type: ignore[no-any-return]
+        return info
 
     def create_session(
         self,
@@ -508,6 +515,7 @@ class SessionManager:
         try:
             if not session.checks_registry:
                 self._require(session_id)
+                session = self.get_session(session_id)  # built again if the registry gave another subject
                 result = action(session, False)
                 if stamps:
                     self._touch(session_id)

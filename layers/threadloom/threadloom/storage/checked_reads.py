@@ -35,8 +35,10 @@ Statement = tuple[str, "Params"]
 class PendingCheck:
     """A check not yet answered: ``statement`` finds a row when the session is the tenant's.
 
-    ``failing``: the same check as a statement that raises when it finds nothing, sent ahead of
-    reads in one pipeline (the server skips what follows an error); None where there is none.
+    ``statement``'s one row, when it finds the session, is its subject. ``failing``: the same check
+    as a statement that raises when it refuses, sent ahead of reads in one pipeline (the server skips
+    what follows an error); None where there is none. ``subject``: the subject the session must have
+    (in a 1-tuple, as it may be None), else ``changed()`` is raised; None to take any.
     ``state``: ``waiting`` (not sent), ``sent`` (in a round trip not answered yet), ``passed`` or ``refused``.
     """
 
@@ -44,16 +46,22 @@ class PendingCheck:
     statement: Statement
     refused: Callable[[], Exception]
     failing: Statement | None = None
+    subject: tuple[str | None] | None = None
+    changed: Callable[[], Exception] | None = None
     state: str = "waiting"
 
     def settle(self, rows: Sequence[Any]) -> None:
-        """Take the check's rows: raise the refusal when it found none."""
+        """Take ``statement``'s rows: raise the refusal when it found none, or another subject."""
         if not rows:
             self.refuse()
+        if self.subject is not None and rows[0][0] != self.subject[0]:
+            self.refuse(changed=True)
         self.state = "passed"
 
-    def refuse(self) -> NoReturn:
-        """The check found nothing: the block is refused, now and at every later statement."""
+    def refuse(self, *, changed: bool = False) -> NoReturn:
+        """The block is refused, now and at every later statement; ``changed``: for another subject."""
+        if changed and self.changed is not None:
+            self.refused = self.changed
         self.state = "refused"
         raise self.refused() from None
 
@@ -105,19 +113,25 @@ def settle_waiting_check() -> None:
 
 @contextmanager
 def checked_first(
-    database: Database, statement: Statement, refused: Callable[[], Exception], *, failing: Statement | None = None
+    database: Database,
+    statement: Statement,
+    refused: Callable[[], Exception],
+    *,
+    failing: Statement | None = None,
+    subject: tuple[str | None] | None = None,
+    changed: Callable[[], Exception] | None = None,
 ) -> Iterator[None]:
     """Within the block, ``statement`` (the session's check) goes with ``database``'s first read.
 
     When it finds no row, ``refused()`` is raised: by that read, by whatever the block sends first,
     or when the block ends. An error the block raised before the check was answered gives way to
     the refusal, as does a refusal the block caught: another tenant's session is refused the same
-    way whatever path the block took. ``failing``: see :class:`PendingCheck`.
+    way whatever path the block took. ``failing``, ``subject``, ``changed``: see :class:`PendingCheck`.
     """
     outer = _pending.get()
     if outer is not None and outer.state == "waiting":
         settle_alone(outer.database)  # a block inside another: the outer check goes first, alone
-    pending = PendingCheck(database, statement, refused, failing)
+    pending = PendingCheck(database, statement, refused, failing, subject, changed)
     if not getattr(database, "sends_checks_with_reads", False):
         _settle_now(database, pending)
         yield

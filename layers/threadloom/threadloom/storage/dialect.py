@@ -155,10 +155,12 @@ class SqlDialect:
     # Session registry (SessionManager).
     insert_session: ClassVar[str]
     get_session: ClassVar[str]
-    #: A row when the namespace holds the session: the check a read of its data carries (``checked_reads``).
-    session_exists: ClassVar[str]
-    #: The same check raising ``TL410`` when it finds nothing, to go ahead of reads in one pipeline: the
-    #: server then skips them, so a refused read never runs (None where the check cannot be pipelined).
+    #: The session's subject when the namespace holds it (else no row): the check a read of its data
+    #: carries (``checked_reads``).
+    session_subject: ClassVar[str]
+    #: The same check raising ``TL410`` when it finds nothing (``TL412`` when ``:check_subject`` and the
+    #: subject is not ``:subject``), to go ahead of reads in one pipeline: the server then skips them, so
+    #: a refused read never runs (None where the check cannot be pipelined).
     session_required: ClassVar[str | None]
     count_sessions: ClassVar[str]
     get_setting: ClassVar[str]

@@ -13,7 +13,7 @@ from threadloom.core.keys import (
     new_session_id,
     previous_keyed_session_id,
 )
-from threadloom.errors import SessionNotFoundError, StorageError, ValidationError
+from threadloom.errors import SessionChangedError, SessionNotFoundError, StorageError, ValidationError
 from threadloom.limits import DEFAULT_LIMITS, Limits, check_text
 from threadloom.providers.protocols import BlockRead
 from threadloom.records import SearchResult, SessionInfo, SessionOverview
@@ -120,19 +120,27 @@ class SqlSessionRegistry:
         rows = self._database.query_once(self._sql.get_session, {"namespace": self.namespace, "id": session_id})
         return _session_info(tuple(rows[0])) if rows else None
 
-    def checked(self, session_id: str) -> AbstractContextManager[None]:
+    def checked(
+        self, session_id: str, *, check_subject: bool = False, subject: str | None = None
+    ) -> AbstractContextManager[None]:
         """Within the block the session must be this namespace's (else :class:`SessionNotFoundError`).
 
-        The check waits for the block's first read and goes in its round trip (:mod:`checked_reads`).
+        With ``check_subject``, its subject must be ``subject`` too (else :class:`SessionChangedError`):
+        what the caller knew of the session is still true. The check waits for the block's first read
+        and goes in its round trip (:mod:`checked_reads`).
         """
-        params = {"namespace": self.namespace, "id": session_id}
-        refused = lambda: SessionNotFoundError(f"Session {session_id!r} not found")  # noqa: E731
+        params: dict[str, Any] = {"namespace": self.namespace, "id": session_id}
         required = self._sql.session_required
         return checked_first(
             self._database,
-            (self._sql.session_exists, params),
-            refused,
-            failing=(required, params) if required is not None else None,
+            (self._sql.session_subject, params),
+            lambda: SessionNotFoundError(f"Session {session_id!r} not found"),
+            failing=(required, {**params, "check_subject": check_subject, "subject": subject}) if required else None,
+            subject=(subject,) if check_subject else None,
+            changed=lambda: SessionChangedError(
+                f"Session {session_id!r} was deleted and created again for another subject since this process "
+                "last read it; nothing was read or written: retry the request"
+            ),
         )
 
     def _get(self, tx: Executor, session_id: str) -> SessionInfo | None:

@@ -68,6 +68,8 @@ _LOCK_NOT_AVAILABLE: Final = "55P03"
 _QUERY_CANCELED: Final = "57014"
 #: threadloom_require_session (migration 0030): the namespace holds no such session.
 _SESSION_REFUSED: Final = "TL410"
+#: threadloom_require_session: the session has another subject than the caller knew.
+_SESSION_CHANGED: Final = "TL412"
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,14 +342,18 @@ class PostgresDatabase:
         try:
             answers = self.read_together([check, *statements], timeouts=timeouts)
         except StorageError as error:
-            if pending.failing is not None and _sqlstate_of(error) == _SESSION_REFUSED:
-                pending.refuse()
+            code = _sqlstate_of(error) if pending.failing is not None else None
+            if code in (_SESSION_REFUSED, _SESSION_CHANGED):
+                pending.refuse(changed=code == _SESSION_CHANGED)
             return_check(pending)
             raise
         except BaseException:
             return_check(pending)
             raise
-        pending.settle(answers[0])
+        if pending.failing is not None:
+            pending.state = "passed"  # it raised on any refusal: its one row says nothing more
+        else:
+            pending.settle(answers[0])
         return answers[1:]
 
     def read_when_missing(

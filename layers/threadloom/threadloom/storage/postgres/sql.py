@@ -507,8 +507,8 @@ class PostgresSql(SqlDialect):
         f":subject_id, :now, :now, {_NEXT_ACTIVITY}) RETURNING {_SESSION_COLUMNS}"
     )
     get_session = f"SELECT {_SESSION_COLUMNS} FROM threadloom_sessions WHERE namespace = :namespace AND id = :id"
-    session_exists = "SELECT 1 FROM threadloom_sessions WHERE namespace = :namespace AND id = :id"
-    session_required = "SELECT threadloom_require_session(:namespace, :id)"
+    session_subject = "SELECT subject_id FROM threadloom_sessions WHERE namespace = :namespace AND id = :id"
+    session_required = "SELECT threadloom_require_session(:namespace, :id, :check_subject, :subject)"
     count_sessions = "SELECT COUNT(*) FROM threadloom_sessions WHERE namespace = :namespace"
     get_setting = "SELECT value FROM threadloom_settings WHERE name = :name"
     list_sessions = (

@@ -535,7 +535,7 @@ class SqliteSql(SqlDialect):
         f":subject_id, :now, :now, {_NEXT_ACTIVITY}) RETURNING {_SESSION_COLUMNS}"
     )
     get_session = f"SELECT {_SESSION_COLUMNS} FROM threadloom_sessions WHERE namespace = :namespace AND id = :id"
-    session_exists = "SELECT 1 FROM threadloom_sessions WHERE namespace = :namespace AND id = :id"
+    session_subject = "SELECT subject_id FROM threadloom_sessions WHERE namespace = :namespace AND id = :id"
     session_required = None  # the check runs in process, before the block: nothing to skip
     count_sessions = "SELECT COUNT(*) FROM threadloom_sessions WHERE namespace = :namespace"
     get_setting = "SELECT value FROM threadloom_settings WHERE name = :name"
