@@ -275,3 +275,23 @@ def test_a_warm_process_asked_by_id_for_a_session_created_again_elsewhere_reads_
     elsewhere.open_session("user-7", subject_id="erin")
     with plain.checked_session(alice.id) as session:
         assert session.get_context_block("scratch").content == ""  # type: ignore[union-attr]
+
+
+def test_a_warm_process_does_not_freeze_the_first_subjects_memory_into_a_session_created_again(
+    make_store: Callable[[], Any],
+) -> None:
+    """``GET …/system-prompt`` freezes a session's first prompt and stores it for every later turn."""
+    from threadloom.api.use_cases.context import system_prompt
+    from threadloom.errors import SessionChangedError
+
+    warm, elsewhere = _manager(make_store(), "tenant-a"), _manager(make_store(), "tenant-a")
+    session_id = warm.open_session("user-8", subject_id="alice").id
+    warm.get_session(session_id).append_context_block("memory", "Name: Alice")
+    assert "Name: Alice" in system_prompt(warm, session_id).system_prompt
+    elsewhere.delete(session_id)
+    elsewhere.open_session("user-8", subject_id="dave")
+    with pytest.raises(SessionChangedError):
+        system_prompt(warm, session_id)
+    assert elsewhere.get_frozen_system_prompt(session_id) is None  # nothing frozen for Dave
+    prompt = system_prompt(warm, session_id).system_prompt  # the retry
+    assert "Name: Alice" not in prompt and prompt == elsewhere.get_frozen_system_prompt(session_id)

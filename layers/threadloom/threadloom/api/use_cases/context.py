@@ -129,7 +129,10 @@ def system_prompt(manager: SessionManager, session_id: str, *, refresh: bool = F
     stored = manager.get_frozen_system_prompt(session_id)  # the session was checked here, found or not
     if stored is not None:
         return SystemPromptOut(system_prompt=stored)
-    return SystemPromptOut(system_prompt=manager.get_session(session_id).freeze_system_prompt())
+    # Checked again with the freeze's first read, at no round trip's cost: a session created again for
+    # another subject since this process wired it must not be frozen with the first subject's blocks.
+    with manager.checked_session(session_id) as session:
+        return SystemPromptOut(system_prompt=session.freeze_system_prompt())
 
 
 def session_tools(manager: SessionManager, session: Session) -> dict[str, Tool]:
