@@ -10,6 +10,7 @@ import pytest
 from threadloom import ConflictError, StorageUnavailableError
 from threadloom.client import HttpError, RetryPolicy, ServiceUnreachableError, ThreadloomClient
 from threadloom.client.transport import parse_retry_after
+from threadloom.errors import SessionChangedError
 
 from tests.client.servers import UNAVAILABLE, Script, api_behind_a_flaky_network, scripted_server
 from tests.support.local_server import free_port
@@ -44,6 +45,23 @@ def test_a_write_whose_first_attempt_is_still_running_waits_for_its_outcome() ->
     ):
         client.create("n")
     assert len(script.seen) == 2 and len(sleeps) == 1  # retried once; a plain conflict is final
+
+
+def test_a_request_to_a_session_created_again_elsewhere_is_repeated_and_typed_when_retries_run_out() -> None:
+    """409 ``session_changed``: the server's knowledge of a keyed session was stale; nothing ran."""
+    changed = (409, {}, {"error": {"code": "session_changed", "message": "created again; retry the request"}})
+    sleeps: list[float] = []
+    with scripted_server(Script(changed)) as url, quick_client(url, sleeps) as client:
+        client.add_usage("s1", 1, 1, 0.0)  # not idempotent, and still repeated: the first attempt did nothing
+    assert len(sleeps) == 1
+    script = Script(changed, changed, changed)
+    with (
+        scripted_server(script) as url,
+        quick_client(url, sleeps, max_retries=2) as client,
+        pytest.raises(SessionChangedError, match="created again"),
+    ):
+        client.get("s1")
+    assert len(script.seen) == 3
 
 
 def test_a_read_survives_two_dropped_connections() -> None:

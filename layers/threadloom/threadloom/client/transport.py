@@ -36,6 +36,7 @@ from threadloom.errors import (
     QuotaExceededError,
     ReadOnlyBlockError,
     SessionBusyError,
+    SessionChangedError,
     SkillStoreError,
     StaleVersionError,
     StorageError,
@@ -54,6 +55,9 @@ RETRY_STATUSES: Final = frozenset({429, 502, 503, 504})
 """Answers that mean "not now": throttled, or the service or its storage briefly unavailable."""
 
 IN_PROGRESS: Final = "idempotency_in_progress"
+SESSION_CHANGED: Final = "session_changed"
+"""A server knew a keyed session before it was created again for another subject: nothing ran, and
+the next attempt reads it afresh, so any request may repeat."""
 
 SAFE_METHODS: Final = frozenset({"GET", "HEAD", "PUT", "PATCH", "DELETE"})
 """Methods whose repetition has the same effect as one call, so any failure may be retried."""
@@ -73,6 +77,7 @@ ERROR_CODES: Final[dict[str, type[ThreadloomError]]] = {
     "read_only_block": ReadOnlyBlockError,
     "block_limit_exceeded": BlockLimitError,
     "stale_version": StaleVersionError,
+    SESSION_CHANGED: SessionChangedError,
     "quota_exceeded": QuotaExceededError,
     "compaction_failed": CompactionError,
     "session_busy": SessionBusyError,
@@ -215,6 +220,7 @@ class Prepared:
             (status in RETRY_STATUSES and (self.repeatable or status == 429))  # a throttled request was never run
             # an earlier attempt of this very request (same key) is still running: its outcome will be replayed
             or (status == 409 and "idempotency-key" in self.headers and envelope(outcome)[0] == IN_PROGRESS)
+            or (status == 409 and envelope(outcome)[0] == SESSION_CHANGED)
         ):
             return retry.delay(attempt, outcome.headers.get("retry-after"))
         if status >= 400:
