@@ -231,3 +231,25 @@ def test_a_warm_sessions_context_window_shows_a_shared_change_made_through_anoth
     assert "Name: Alice" in window["freshPrompt"] and window["frozenPrompt"] == frozen
     assert {block["label"]: block["tokens"] for block in window["blocks"]}["memory"] > 0
     assert call("GET", f"/sessions/{here}/status", tenant="alice")[1]["staleBlocks"] == ["memory"]
+
+
+def test_a_keyed_session_created_again_elsewhere_for_another_subject_is_a_409_then_read_afresh(
+    runtime: Runtime,
+) -> None:
+    """This process knew the session with its caller's subject; another deleted it and opened the key again
+    for another subject: one 409 ``session_changed`` that read nothing, then the new subject's memory."""
+    from threadloom.core.manager import SessionManager
+
+    status, created = call("POST", "/sessions/open", {"key": "conversation-1"}, tenant="alice")
+    assert status == 201, created
+    path = f"/sessions/{created['id']}/context/memory"
+    assert call("PUT", path, {"content": "Name: Alice"}, tenant="alice")[0] == 200
+    assert call("GET", path, tenant="alice")[1]["content"] == "Name: Alice"
+    elsewhere = SessionManager(runtime.store, namespace="alice")  # another process's manager
+    elsewhere.delete(created["id"])
+    assert elsewhere.open_session("conversation-1", subject_id="someone-else").id == created["id"]
+    status, body = call("GET", path, tenant="alice")
+    assert status == 409 and body["error"]["code"] == "session_changed", body
+    assert "retry the request" in body["error"]["message"]
+    status, body = call("GET", path, tenant="alice")
+    assert status == 200 and body["content"] == "", body
