@@ -8,9 +8,10 @@ same for every side, would hide the rest), interleaved, ``RUNS`` runs of ``SAMPL
 - the raw baseline's INSERT (``bench/baselines.py``: PK, parent, JSON, ``to_tsvector('english')`` in GIN);
 - ``threadloom_append_message`` as migration 0013 wrote it (installed under another name);
 - ``threadloom_append_message`` as shipped (0017: one UPDATE locks and moves the head);
-- ``threadloom_append_registered_message`` (0026), what a SessionManager's append (so the HTTP API's)
-  calls: it stamps the session's registry row (``updated_at`` and the namespace's next ``activity_seq``,
-  the order sessions are listed in) and then calls the shipped function; the registry holds 200
+- ``threadloom_append_registered_message`` (0026, 0031), what a SessionManager's append (so the HTTP
+  API's) calls, here with the check of the session's subject (a profile with a subject block): it
+  stamps the session's registry row (``updated_at`` and the namespace's next ``activity_seq``, the
+  order sessions are listed in) and then calls the shipped function; the registry holds 200
   sessions in the namespace and its statistics are fresh (``ANALYZE``), as autovacuum keeps them;
 - the shipped function sent as Threadloom sends it, an unnamed statement parsed and planned on every
   call (a named prepared statement would pin an RDS Proxy session and break under PgBouncer's
@@ -58,7 +59,7 @@ SIGNATURE = (
     "p_parent_omitted BOOLEAN, p_parent_id TEXT, p_expected_leaf_id TEXT, p_created_at TIMESTAMPTZ, "
     "p_lock_timeout TEXT"
 )
-CALL = "SELECT {function}({namespace}%s, %s, 'user', %s, CAST(40 AS bigint), %s, true, NULL, NULL, %s, '2000')"
+CALL = "SELECT {function}({namespace}%s, %s, 'user', %s, CAST(40 AS bigint), %s, true, NULL, NULL, %s, '2000'{tail})"
 NAMESPACE_SESSIONS = 200
 INSERT = RAW_INSERT.format(sid="%s", id="%s", parent="%s", content="%s", text="%s")
 
@@ -102,7 +103,7 @@ class Sides:
             "0013 function": lambda item: self.call("threadloom_append_message_v13", "v13", item),
             "shipped function": lambda item: self.call("threadloom_append_message", "v17", item),
             "registered function": lambda item: self.call(
-                "threadloom_append_registered_message", "registered", item, namespace="'bench', "
+                "threadloom_append_registered_message", "registered", item, namespace="'bench', ", tail=", true, NULL"
             ),
             "shipped, unnamed statement": lambda item: self.call("threadloom_append_message", "unnamed", item, False),
             "Session.append_message": self.session.append_message,
@@ -110,11 +111,18 @@ class Sides:
         }
 
     def call(
-        self, function: str, session_id: str, item: dict[str, Any], prepare: bool = True, namespace: str = ""
+        self,
+        function: str,
+        session_id: str,
+        item: dict[str, Any],
+        prepare: bool = True,
+        *,
+        namespace: str = "",
+        tail: str = "",
     ) -> None:
         content = json.dumps(item, separators=(",", ":"))
         params = (session_id, item["id"], content, to_tsvector_literal(text_of(item)), datetime.now(UTC))
-        self.connection.execute(CALL.format(function=function, namespace=namespace), params, prepare=prepare)
+        self.connection.execute(CALL.format(function=function, namespace=namespace, tail=tail), params, prepare=prepare)
 
     def raw(self, item: dict[str, Any]) -> None:
         content = json.dumps(item, separators=(",", ":"))

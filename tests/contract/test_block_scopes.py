@@ -295,3 +295,53 @@ def test_a_warm_process_does_not_freeze_the_first_subjects_memory_into_a_session
     assert elsewhere.get_frozen_system_prompt(session_id) is None  # nothing frozen for Dave
     prompt = system_prompt(warm, session_id).system_prompt  # the retry
     assert "Name: Alice" not in prompt and prompt == elsewhere.get_frozen_system_prompt(session_id)
+
+
+def test_a_warm_process_appends_nothing_to_a_session_created_again_for_another_subject(
+    make_store: Callable[[], Any],
+) -> None:
+    """An append's answer carries the token estimate of the session's prompt: in a warm process that still
+    held the session wired for Alice, it counted Alice's memory for Bob's new session. The append's own
+    stamp now checks the subject (``SessionChangedError``, 409): nothing written; the retry is Bob's."""
+    from threadloom.errors import SessionChangedError
+
+    statuses: list[dict[str, Any]] = []  # a listener: the append then answers with its estimate, as the API's
+    warm = _manager(make_store(), "tenant-a").on_event(statuses.append)
+    elsewhere = _manager(make_store(), "tenant-a")
+    session_id = warm.open_session("user-9", subject_id="alice").id
+    warm.get_session(session_id).append_context_block("memory", "Name: Alice. " * 40)
+    with_memory = warm.append_message(session_id, _text("a1", "hello")).token_estimate
+
+    def created_again_for_bob_while_this_process_knows_alice() -> None:
+        elsewhere.delete(session_id)
+        elsewhere.open_session("user-9", subject_id="alice")
+        warm.forget_session(session_id)
+        assert warm.get_session(session_id).subject_id == "alice"
+        warm.get_session(session_id).get_history()  # the session wired, Alice's memory in hand
+        elsewhere.delete(session_id)
+        elsewhere.open_session("user-9", subject_id="bob")
+
+    for append in (
+        lambda: warm.append_message(session_id, _text("b1", "hi, I am Bob")),
+        lambda: warm.append_chain(session_id, [_text("b1", "hi, I am Bob"), _text("b2", "again")]),
+        lambda: warm.append_all(session_id, [_text("b1", "hi, I am Bob")]),
+        lambda: warm.upsert(session_id, _text("b1", "hi, I am Bob")),
+    ):
+        created_again_for_bob_while_this_process_knows_alice()
+        with pytest.raises(SessionChangedError):
+            append()
+        assert elsewhere.get_session(session_id).get_history() == []  # nothing written
+    # The retry reads the session afresh: Bob's empty memory in the estimate, and the message stored
+    retried = warm.append_message(session_id, _text("b1", "hi, I am Bob"))
+    assert retried.inserted and retried.token_estimate is not None and with_memory is not None
+    assert retried.token_estimate < with_memory
+    assert warm.get_session(session_id).subject_id == "bob"
+    assert [message["id"] for message in elsewhere.get_session(session_id).get_history()] == ["b1"]
+    alice = elsewhere.create_session("alice's next", subject_id="alice")
+    assert elsewhere.get_session(alice.id).get_context_block("memory").content.startswith("Name: Alice.")  # type: ignore[union-attr]
+    # A manager that wires no subject block does not check the subject
+    plain = SessionManager(make_store(), namespace="tenant-a").with_context("scratch")
+    plain.get_session(session_id).get_history()
+    elsewhere.delete(session_id)
+    elsewhere.open_session("user-9", subject_id="carol")
+    assert plain.append_message(session_id, _text("c1", "hi, I am Carol")).inserted

@@ -35,6 +35,14 @@ class SessionChangedError(ConflictError):
     """The session was deleted and created again under the same id (a keyed session, for another subject)
     since this process last read it: nothing was read or written with what it knew; retry the request."""
 
+    @classmethod
+    def of(cls, session_id: str) -> SessionChangedError:
+        """The error as every check words it (reads, the frozen prompt, appends)."""
+        return cls(
+            f"Session {session_id!r} was deleted and created again for another subject since this process "
+            "last read it; nothing was read or written: retry the request"
+        )
+
 
 class StaleVersionError(ConflictError):
     """A block replacement was based on a version that is no longer current: nothing was written.

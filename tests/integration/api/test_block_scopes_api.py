@@ -253,3 +253,32 @@ def test_a_keyed_session_created_again_elsewhere_for_another_subject_is_a_409_th
     assert "retry the request" in body["error"]["message"]
     status, body = call("GET", path, tenant="alice")
     assert status == 200 and body["content"] == "", body
+
+
+def test_an_append_to_a_keyed_session_created_again_for_another_subject_is_a_409_that_wrote_nothing(
+    runtime: Runtime,
+) -> None:
+    """The append's answer carries the prompt's token estimate: made with the first subject's memory in hand,
+    it would count that memory for the new subject. One 409 ``session_changed``, nothing stored; the retry
+    appends, with the new subject's (empty) memory in the estimate."""
+    from threadloom.core.manager import SessionManager
+
+    status, created = call("POST", "/sessions/open", {"key": "conversation-2"}, tenant="alice")
+    assert status == 201, created
+    session_id = created["id"]
+    memory = f"/sessions/{session_id}/context/memory"
+    assert call("PUT", memory, {"content": "Name: Alice. " * 60}, tenant="alice")[0] == 200
+    message = {"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hello"}]}
+    status, first = call("POST", f"/sessions/{session_id}/messages", {"message": message}, tenant="alice")
+    assert status == 201, first
+    elsewhere = SessionManager(runtime.store, namespace="alice")  # another process's manager
+    elsewhere.delete(session_id)
+    assert elsewhere.open_session("conversation-2", subject_id="someone-else").id == session_id
+    message = {"id": "m2", "role": "user", "parts": [{"type": "text", "text": "hi, someone else here"}]}
+    status, body = call("POST", f"/sessions/{session_id}/messages", {"message": message}, tenant="alice")
+    assert status == 409 and body["error"]["code"] == "session_changed", body
+    assert elsewhere.get_session(session_id).get_history() == []
+    status, retried = call("POST", f"/sessions/{session_id}/messages", {"message": message}, tenant="alice")
+    assert status == 201, retried
+    assert [stored["id"] for stored in elsewhere.get_session(session_id).get_history()] == ["m2"]
+    assert retried["tokenEstimate"] < first["tokenEstimate"], (first, retried)

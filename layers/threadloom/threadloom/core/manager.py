@@ -522,7 +522,7 @@ class SessionManager:
                 return result
             return action(session, True)
         except Exception as error:
-            if isinstance(error, SessionNotFoundError) or not known:
+            if isinstance(error, (SessionNotFoundError, SessionChangedError)) or not known:
                 self._forget(session_id)
             raise
 

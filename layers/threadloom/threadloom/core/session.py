@@ -101,6 +101,9 @@ class Session:
         self._ready = False
         self._storage: Any = None
         self._checks_registry = False
+        #: The subject this session's ``subject`` blocks were wired for, as a 1-tuple (None: none wired).
+        #: A registered append checks it against the registry row (a keyed session opened again elsewhere).
+        self._wired_subject: tuple[str | None] | None = None
         self._prompt_in_store = False
         self._blocks: ContextBlocks | None = None
         self._skill_state: Any = None
@@ -252,6 +255,8 @@ class Session:
             prompt_store = self._cached_prompt
         self._storage = store.session_provider(self.session_id) if store is not None else self._explicit_provider
         self._checks_registry = isinstance(self._storage, RegistryCheckedSessionProvider)
+        if any(config.scope == "subject" for config in configs):
+            self._wired_subject = (self.subject_id,)
         self._skill_state = store.skill_state(self.session_id) if store is not None else None
         self._blocks = ContextBlocks(
             configs,
@@ -352,7 +357,9 @@ class Session:
         With ``registered`` (a :class:`SessionManager`'s append) the storage also stamps the
         session's activity in its namespace's registry, in the append's own transaction, and
         refuses with :class:`SessionNotFoundError` (nothing written) when the namespace does not
-        hold the session; the storage must offer it (:attr:`checks_registry`).
+        hold the session, or with :class:`SessionChangedError` when the session's ``subject`` blocks
+        were wired for another subject than its row now holds; the storage must offer it
+        (:attr:`checks_registry`).
         """
         self.limits.check_message(message)
         if isinstance(parent_id, str):
@@ -365,7 +372,11 @@ class Session:
         if registered:
             self._require_registry_check()
             result = self._storage.append_message(
-                message, parent_id, expected_leaf_id=expected_leaf_id, registered_in=self.namespace
+                message,
+                parent_id,
+                expected_leaf_id=expected_leaf_id,
+                registered_in=self.namespace,
+                expected_subject=self._wired_subject,
             )
         else:
             result = self._storage.append_message(message, parent_id, expected_leaf_id=expected_leaf_id)
@@ -413,7 +424,11 @@ class Session:
         if registered:
             self._require_registry_check()
             results = storage.append_chain(
-                messages, parent_id, expected_leaf_id=expected_leaf_id, registered_in=self.namespace
+                messages,
+                parent_id,
+                expected_leaf_id=expected_leaf_id,
+                registered_in=self.namespace,
+                expected_subject=self._wired_subject,
             )
         elif callable(getattr(storage, "append_chain", None)):
             results = storage.append_chain(messages, parent_id, expected_leaf_id=expected_leaf_id)

@@ -133,6 +133,7 @@ class RegistryCheckedSessionProvider(Protocol):
         *,
         expected_leaf_id: str | None = None,
         registered_in: str | None = None,
+        expected_subject: tuple[str | None] | None = None,
     ) -> AppendResult: ...
 
     def append_chain(
@@ -142,6 +143,7 @@ class RegistryCheckedSessionProvider(Protocol):
         *,
         expected_leaf_id: str | None = None,
         registered_in: str | None = None,
+        expected_subject: tuple[str | None] | None = None,
     ) -> list[AppendResult]: ...
 
     def update_message(self, message: Message, *, registered_in: str | None = None) -> int | None: ...

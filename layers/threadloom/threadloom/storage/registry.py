@@ -137,10 +137,7 @@ class SqlSessionRegistry:
             lambda: SessionNotFoundError(f"Session {session_id!r} not found"),
             failing=(required, {**params, "check_subject": check_subject, "subject": subject}) if required else None,
             subject=(subject,) if check_subject else None,
-            changed=lambda: SessionChangedError(
-                f"Session {session_id!r} was deleted and created again for another subject since this process "
-                "last read it; nothing was read or written: retry the request"
-            ),
+            changed=lambda: SessionChangedError.of(session_id),
         )
 
     def _get(self, tx: Executor, session_id: str) -> SessionInfo | None:

@@ -32,6 +32,7 @@ from threadloom.errors import (
     CompactionAlreadyStoredError,
     ConflictError,
     NotFoundError,
+    SessionChangedError,
     SessionNotFoundError,
     ValidationError,
 )
@@ -80,14 +81,19 @@ class SqlSessionProvider:
     def _params(self, **values: Any) -> dict[str, Any]:
         return {"sid": self.session_id, **values}
 
-    def stamp_registered(self, tx: Executor, namespace: str) -> None:
+    def stamp_registered(self, tx: Executor, namespace: str, expected_subject: tuple[str | None] | None = None) -> None:
         """Stamp the session's activity in ``namespace``'s registry, first in an append's transaction.
 
         The registry row is locked before the head row, the order a session's deletion takes them in.
+        ``expected_subject`` (a 1-tuple): the subject the caller's blocks are wired for; another one in the
+        row (the session deleted and opened again for another subject) is :class:`SessionChangedError`.
         """
         params = {"namespace": namespace, "id": self.session_id, "now": utc_now()}
-        if not tx.query(self._sql.touch_session, params):
+        rows = tx.query(self._sql.touch_session, params)
+        if not rows:
             raise session_not_found(self.session_id)
+        if expected_subject is not None and rows[0][0] != expected_subject[0]:
+            raise SessionChangedError.of(self.session_id)
 
     def check_registered(self, tx: Executor, namespace: str) -> None:
         """Refuse (:class:`SessionNotFoundError`) unless ``namespace``'s registry holds the session."""
@@ -283,17 +289,19 @@ class SqlSessionProvider:
         *,
         expected_leaf_id: str | None = None,
         registered_in: str | None = None,
+        expected_subject: tuple[str | None] | None = None,
     ) -> AppendResult:
         """Insert ``message`` under the head lock; a message id already stored is a no-op (first write wins).
 
         With ``registered_in`` the append is a manager's: in the same transaction it stamps the
         session's activity in that namespace's registry, and refuses (``SessionNotFoundError``,
-        nothing written) when the namespace does not hold the session.
+        nothing written) when the namespace does not hold the session, or (``SessionChangedError``)
+        when its subject is not ``expected_subject``'s (given: the subject the caller wired blocks for).
         """
         prepared = _PreparedMessage(message)
         with self._database.write() as tx:
             if registered_in is not None:
-                self.stamp_registered(tx, registered_in)
+                self.stamp_registered(tx, registered_in, expected_subject)
             leaf_id, next_seq = self._lock_head(tx)
             targets = self._compaction_targets(tx)
             result = self._insert(
@@ -316,6 +324,7 @@ class SqlSessionProvider:
         *,
         expected_leaf_id: str | None = None,
         registered_in: str | None = None,
+        expected_subject: tuple[str | None] | None = None,
     ) -> list[AppendResult]:
         """Append ``messages`` as one chain in one transaction (all or nothing); one result per message.
 
@@ -323,13 +332,13 @@ class SqlSessionProvider:
         next one hangs under the previous. An id already stored is skipped but still
         chains, as in the reference. ``expected_leaf_id`` is compared with the leaf
         read under the head lock, before the chain's first insert, exactly as for one append.
-        ``registered_in``: as for :meth:`append_message`, even for an empty chain.
+        ``registered_in``, ``expected_subject``: as for :meth:`append_message`, even for an empty chain.
         """
         prepared = [_PreparedMessage(message) for message in messages]
         results: list[AppendResult] = []
         with self._database.write() as tx:
             if registered_in is not None:
-                self.stamp_registered(tx, registered_in)
+                self.stamp_registered(tx, registered_in, expected_subject)
             leaf_id, next_seq = self._lock_head(tx)
             targets = self._compaction_targets(tx)
             parent: str | Omitted | None = parent_id

@@ -541,7 +541,7 @@ class PostgresSql(SqlDialect):
     )
     touch_session = (
         f"UPDATE threadloom_sessions SET updated_at = :now, activity_seq = {_NEXT_ACTIVITY} "
-        "WHERE namespace = :namespace AND id = :id RETURNING id"
+        "WHERE namespace = :namespace AND id = :id RETURNING subject_id"
     )
     # The new totals are bounded in the statement itself, so no sum can overflow or reach infinity.
     add_usage = (
@@ -728,14 +728,15 @@ class PostgresSql(SqlDialect):
         "CAST(:parent_id AS text), CAST(:expected_leaf_id AS text), CAST(:created_at AS timestamptz), "
         "CAST(:lock_timeout AS text))"
     )
-    # The same chain, only while the namespace's registry holds the session, whose activity it stamps (0026).
+    # The same chain, only while the namespace's registry holds the session, whose activity it stamps (0026),
+    # with the same check of the subject (0031).
     append_registered = (
         "SELECT out_id, out_parent_id, out_inserted, out_path_tokens FROM threadloom_append_registered_within("
         "CAST(:namespace AS text), "
         "CAST(:sid AS text), CAST(:ids AS text[]), CAST(:roles AS text[]), CAST(:contents AS text[]), "
         "CAST(:tokens AS bigint[]), CAST(:vectors AS text[]), CAST(:parent_omitted AS boolean), "
         "CAST(:parent_id AS text), CAST(:expected_leaf_id AS text), CAST(:created_at AS timestamptz), "
-        "CAST(:lock_timeout AS text))"
+        "CAST(:lock_timeout AS text), CAST(:check_subject AS boolean), CAST(:subject AS text))"
     )
     # The history and its overlays in one round trip (one snapshot), two narrow columns: path rows are
     # (depth, message); when overlays exist one extra row (-1, JSON array of [id, summary, from, to,
@@ -753,13 +754,14 @@ class PostgresSql(SqlDialect):
         "CAST(:parent_id AS text), CAST(:expected_leaf_id AS text), CAST(:created_at AS timestamptz), "
         "CAST(:lock_timeout AS text))"
     )
-    # The same append, only while the namespace's registry holds the session, whose activity it stamps (0026).
+    # The same append, only while the namespace's registry holds the session, whose activity it stamps (0026),
+    # and with :check_subject only while the session's subject is :subject (0031; else TL412).
     append_one_registered = (
         "SELECT threadloom_append_registered_message(CAST(:namespace AS text), "
         "CAST(:sid AS text), CAST(:id AS text), CAST(:role AS text), CAST(:content AS text), "
         "CAST(:tokens AS bigint), CAST(:vector AS text), CAST(:parent_omitted AS boolean), "
         "CAST(:parent_id AS text), CAST(:expected_leaf_id AS text), CAST(:created_at AS timestamptz), "
-        "CAST(:lock_timeout AS text))"
+        "CAST(:lock_timeout AS text), CAST(:check_subject AS boolean), CAST(:subject AS text))"
     )
     # An edit in one call (0027, 0029): with :namespace the session is checked first; the answer is 'updated',
     # 'session' or 'message' (not found), or 'overlay' or 'large' (more than :max_below messages below it):

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from threadloom.clock import utc_now
 from threadloom.compaction.overlays import apply_compactions
 from threadloom.core.messages import parse_stored_message
-from threadloom.errors import ConflictError, NotFoundError, StorageError
+from threadloom.errors import ConflictError, NotFoundError, SessionChangedError, StorageError
 from threadloom.records import (
     OMITTED,
     AppendResult,
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 _TAKE_GENERAL_PATH = "TL001"
 _PARENT_MISSING = "TL404"
 _LEAF_MOVED = "TL409"
+_SUBJECT_CHANGED = "TL412"  # the registered appends of migration 0031
 
 
 class PostgresSessionProvider(SqlSessionProvider):
@@ -200,12 +201,17 @@ class PostgresSessionProvider(SqlSessionProvider):
         *,
         expected_leaf_id: str | None = None,
         registered_in: str | None = None,
+        expected_subject: tuple[str | None] | None = None,
     ) -> AppendResult:
         prepared = _PreparedMessage(message)
-        rows = self._call_append([prepared], parent_id, expected_leaf_id, registered_in)
+        rows = self._call_append([prepared], parent_id, expected_leaf_id, registered_in, expected_subject)
         if rows is None:
             return super().append_message(
-                message, parent_id, expected_leaf_id=expected_leaf_id, registered_in=registered_in
+                message,
+                parent_id,
+                expected_leaf_id=expected_leaf_id,
+                registered_in=registered_in,
+                expected_subject=expected_subject,
             )
         return _append_result(rows[0])
 
@@ -216,17 +222,24 @@ class PostgresSessionProvider(SqlSessionProvider):
         *,
         expected_leaf_id: str | None = None,
         registered_in: str | None = None,
+        expected_subject: tuple[str | None] | None = None,
     ) -> list[AppendResult]:
         # The one-statement function checks the expected leaf before every insert, which only fits a single
         # message; a guarded chain takes the shared path, which checks it once under the head lock.
         if not messages or expected_leaf_id is not None:
             return super().append_chain(
-                messages, parent_id, expected_leaf_id=expected_leaf_id, registered_in=registered_in
+                messages,
+                parent_id,
+                expected_leaf_id=expected_leaf_id,
+                registered_in=registered_in,
+                expected_subject=expected_subject,
             )
         prepared = [_PreparedMessage(message) for message in messages]
-        rows = self._call_append(prepared, parent_id, None, registered_in)
+        rows = self._call_append(prepared, parent_id, None, registered_in, expected_subject)
         if rows is None:
-            return super().append_chain(messages, parent_id, registered_in=registered_in)
+            return super().append_chain(
+                messages, parent_id, registered_in=registered_in, expected_subject=expected_subject
+            )
         return [_append_result(row) for row in rows]
 
     def update_message(self, message: Message, *, registered_in: str | None = None) -> int | None:
@@ -287,11 +300,13 @@ class PostgresSessionProvider(SqlSessionProvider):
         parent_id: str | Omitted | None,
         expected_leaf_id: str | None,
         registered_in: str | None = None,
+        expected_subject: tuple[str | None] | None = None,
     ) -> list[list[Any]] | None:
         """Run the append function; rows of (id, parent, inserted, path tokens), or None: "take the shared path".
 
         With ``registered_in`` the function stamps the session's registry row in that namespace first
-        and appends only if it is there (migration 0026).
+        and appends only if it is there (migration 0026), and with ``expected_subject`` only if the row's
+        subject is that one (0031: ``TL412``, :class:`SessionChangedError`).
         """
         omitted = isinstance(parent_id, Omitted)
         database = self._database
@@ -305,6 +320,8 @@ class PostgresSessionProvider(SqlSessionProvider):
         )
         if registered:
             common["namespace"] = registered_in
+            common["check_subject"] = expected_subject is not None
+            common["subject"] = expected_subject[0] if expected_subject is not None else None
         if len(prepared) == 1:
             [item] = prepared
             sql = PostgresSql.append_one_registered if registered else PostgresSql.append_one
@@ -338,6 +355,8 @@ class PostgresSessionProvider(SqlSessionProvider):
                 raise ConflictError(
                     f"Expected the latest leaf to be {expected_leaf_id!r} but it is {leaf!r}; reload and retry"
                 ) from None
+            if code == _SUBJECT_CHANGED:
+                raise SessionChangedError.of(self.session_id) from None
             if code == _PARENT_MISSING:
                 parent = _detail(cause)
                 raise NotFoundError(f"Parent message {parent!r} not found in session {self.session_id!r}") from None

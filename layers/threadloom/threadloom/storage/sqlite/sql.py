@@ -567,7 +567,7 @@ class SqliteSql(SqlDialect):
     )
     touch_session = (
         f"UPDATE threadloom_sessions SET updated_at = :now, activity_seq = {_NEXT_ACTIVITY} "
-        "WHERE namespace = :namespace AND id = :id RETURNING id"
+        "WHERE namespace = :namespace AND id = :id RETURNING subject_id"
     )
     # The new totals are bounded in the statement itself, so no sum can overflow or reach infinity.
     add_usage = (

@@ -51,13 +51,15 @@ class SqliteSessionProvider(SqlSessionProvider):
         *,
         expected_leaf_id: str | None = None,
         registered_in: str | None = None,
+        expected_subject: tuple[str | None] | None = None,
     ) -> AppendResult:
         """Insert ``message`` under the write lock; a message id already stored is a no-op (first write wins).
 
         Statements bind by position and go straight to the connection: the message's own
         values were checked by :class:`_PreparedMessage`, the two other strings are checked here.
         With ``registered_in`` the session's registry row is stamped in the same transaction, after
-        the memo is checked (the stamp's own change is counted when it commits) and before the row.
+        the memo is checked (the stamp's own change is counted when it commits) and before the row,
+        and its subject checked against ``expected_subject`` (as in the shared append).
         """
         prepared = _PreparedMessage(message)
         explicit = not isinstance(parent_id, Omitted)
@@ -80,7 +82,7 @@ class SqliteSessionProvider(SqlSessionProvider):
             else:
                 last = None
             if registered_in is not None:
-                self.stamp_registered(tx, registered_in)
+                self.stamp_registered(tx, registered_in, expected_subject)
             head: _Head | None = None
             if last is not None and (expected_leaf_id is None or expected_leaf_id == last.leaf.parent_id):
                 if not explicit or requested_parent == last.leaf.parent_id:
@@ -135,12 +137,17 @@ class SqliteSessionProvider(SqlSessionProvider):
         *,
         expected_leaf_id: str | None = None,
         registered_in: str | None = None,
+        expected_subject: tuple[str | None] | None = None,
     ) -> list[AppendResult]:
         """The shared chain append; its messages count towards the next batch of the search index."""
         database = self._database
         with database.write():
             results = super().append_chain(
-                messages, parent_id, expected_leaf_id=expected_leaf_id, registered_in=registered_in
+                messages,
+                parent_id,
+                expected_leaf_id=expected_leaf_id,
+                registered_in=registered_in,
+                expected_subject=expected_subject,
             )
             after_appends(database, sum(result.inserted for result in results))
         return results
