@@ -1762,17 +1762,19 @@ $$;
 
 INSERT INTO threadloom_schema_migrations (version, name) VALUES (30, '0030_session_check_that_fails.sql') ON CONFLICT (version) DO NOTHING;
 
--- ===== 0031_append_checks_the_subject.sql =====
--- Threadloom schema v31 (PostgreSQL): a manager's append also checks the subject its process knew.
+-- ===== 0031_writes_check_the_subject.sql =====
+-- Threadloom schema v31 (PostgreSQL): a manager's write also checks the subject its process knew.
 -- A keyed session keeps its id when it is deleted and opened again, maybe for another subject, in another
--- process. A warm process that still holds the session wired for the first subject's blocks then appended
--- to the new session with the old blocks in hand: the token estimate the append answers with (and the
--- compaction check it drives) counted the first subject's memory. These versions of the registered appends
--- (0026) take p_check_subject and p_subject, as threadloom_require_session (0030) does: the stamp returns
--- the registry row's subject, and when it is not p_subject the function raises TL412, which rolls the stamp
--- back with everything else: nothing is written and the caller reads the session afresh. The checks cost
--- nothing the stamp did not already do (it reads the row it updates). The versions of 0026 stay for code
--- deployed before this one.
+-- process. A warm process that still held the session wired for the first subject's blocks then wrote to the
+-- new session with the old blocks in hand: the token estimate an append answers with (and the status event
+-- after an edit or a deletion, and the compaction check) counted the first subject's memory. These versions
+-- of the registered appends (0026), of the edit (0029) and of the deletion (0028) take p_check_subject and
+-- p_subject, as threadloom_require_session (0030) does:
+-- - an append's stamp returns the registry row's subject, and when it is not p_subject the function raises
+--   TL412, which rolls the stamp back with everything else: nothing is written and the caller reads the
+--   session afresh. It costs nothing the stamp did not already do (it reads the row it updates);
+-- - an edit or a deletion answers 'subject' before anything else, and writes nothing.
+-- The earlier signatures stay for code deployed before this one.
 CREATE FUNCTION threadloom_append_registered_message(
     p_namespace        TEXT,
     p_session_id       TEXT,
@@ -1852,6 +1854,52 @@ BEGIN
 END
 $$;
 
-INSERT INTO threadloom_schema_migrations (version, name) VALUES (31, '0031_append_checks_the_subject.sql') ON CONFLICT (version) DO NOTHING;
+CREATE FUNCTION threadloom_update_message(
+    p_namespace     TEXT,
+    p_session_id    TEXT,
+    p_id            TEXT,
+    p_role          TEXT,
+    p_content       TEXT,
+    p_tokens        BIGINT,
+    p_vector        TEXT,
+    p_max_below     BIGINT,
+    p_check_subject BOOLEAN,
+    p_subject       TEXT
+) RETURNS TEXT
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    IF p_check_subject AND p_namespace IS NOT NULL AND EXISTS (
+        SELECT 1 FROM threadloom_sessions
+            WHERE namespace = p_namespace AND id = p_session_id AND subject_id IS DISTINCT FROM p_subject
+    ) THEN
+        RETURN 'subject';
+    END IF;
+    RETURN threadloom_update_message(p_namespace, p_session_id, p_id, p_role, p_content, p_tokens, p_vector,
+                                     p_max_below);
+END
+$$;
+
+CREATE FUNCTION threadloom_delete_message(
+    p_namespace     TEXT,
+    p_session_id    TEXT,
+    p_id            TEXT,
+    p_now           TIMESTAMPTZ,
+    p_max_below     BIGINT,
+    p_check_subject BOOLEAN,
+    p_subject       TEXT
+) RETURNS TEXT
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    IF p_check_subject AND p_namespace IS NOT NULL AND EXISTS (
+        SELECT 1 FROM threadloom_sessions
+            WHERE namespace = p_namespace AND id = p_session_id AND subject_id IS DISTINCT FROM p_subject
+    ) THEN
+        RETURN 'subject';
+    END IF;
+    RETURN threadloom_delete_message(p_namespace, p_session_id, p_id, p_now, p_max_below);
+END
+$$;
+
+INSERT INTO threadloom_schema_migrations (version, name) VALUES (31, '0031_writes_check_the_subject.sql') ON CONFLICT (version) DO NOTHING;
 
 COMMIT;

@@ -302,7 +302,8 @@ def test_a_warm_process_appends_nothing_to_a_session_created_again_for_another_s
 ) -> None:
     """An append's answer carries the token estimate of the session's prompt: in a warm process that still
     held the session wired for Alice, it counted Alice's memory for Bob's new session. The append's own
-    stamp now checks the subject (``SessionChangedError``, 409): nothing written; the retry is Bob's."""
+    stamp now checks the subject (``SessionChangedError``, 409): nothing written; the retry is Bob's. So do
+    the manager's other writes (an edit, deletions, a clear), whose status events carry the estimate too."""
     from threadloom.errors import SessionChangedError
 
     statuses: list[dict[str, Any]] = []  # a listener: the append then answers with its estimate, as the API's
@@ -326,17 +327,26 @@ def test_a_warm_process_appends_nothing_to_a_session_created_again_for_another_s
         lambda: warm.append_chain(session_id, [_text("b1", "hi, I am Bob"), _text("b2", "again")]),
         lambda: warm.append_all(session_id, [_text("b1", "hi, I am Bob")]),
         lambda: warm.upsert(session_id, _text("b1", "hi, I am Bob")),
+        # and the other writes, whose status events carry the estimate too
+        lambda: warm.update_message(session_id, _text("b0", "edited")),
+        lambda: warm.delete_message(session_id, "b0"),
+        lambda: warm.delete_messages(session_id, ["b0"]),
+        lambda: warm.clear_messages(session_id),
     ):
         created_again_for_bob_while_this_process_knows_alice()
+        elsewhere.append_message(session_id, _text("b0", "Bob's first"))
         with pytest.raises(SessionChangedError):
             append()
-        assert elsewhere.get_session(session_id).get_history() == []  # nothing written
+        stored = elsewhere.get_session(session_id).get_history()
+        assert [(message["id"], message["parts"]) for message in stored] == [
+            ("b0", _text("b0", "Bob's first")["parts"])
+        ]
     # The retry reads the session afresh: Bob's empty memory in the estimate, and the message stored
     retried = warm.append_message(session_id, _text("b1", "hi, I am Bob"))
     assert retried.inserted and retried.token_estimate is not None and with_memory is not None
     assert retried.token_estimate < with_memory
     assert warm.get_session(session_id).subject_id == "bob"
-    assert [message["id"] for message in elsewhere.get_session(session_id).get_history()] == ["b1"]
+    assert [message["id"] for message in elsewhere.get_session(session_id).get_history()] == ["b0", "b1"]
     alice = elsewhere.create_session("alice's next", subject_id="alice")
     assert elsewhere.get_session(alice.id).get_context_block("memory").content.startswith("Name: Alice.")  # type: ignore[union-attr]
     # A manager that wires no subject block does not check the subject
@@ -345,3 +355,41 @@ def test_a_warm_process_appends_nothing_to_a_session_created_again_for_another_s
     elsewhere.delete(session_id)
     elsewhere.open_session("user-9", subject_id="carol")
     assert plain.append_message(session_id, _text("c1", "hi, I am Carol")).inserted
+
+
+@pytest.mark.parametrize("learned_by", ["open_session", "get"])
+def test_a_subject_only_looked_up_here_is_checked_too(make_store: Callable[[], Any], learned_by: str) -> None:
+    """A warm process that learned a keyed session's subject from a lookup (``POST /sessions`` with the key,
+    ``GET /sessions/{id}``) but never built its Session would build it with that subject: the check goes
+    with the first read or write all the same (a 409, then the new subject's memory)."""
+    from threadloom.api.use_cases import context
+    from threadloom.errors import SessionChangedError
+
+    warm, elsewhere = _manager(make_store(), "tenant-a"), _manager(make_store(), "tenant-a")
+    alice_other = elsewhere.create_session("alice's other", subject_id="alice")
+    elsewhere.get_session(alice_other.id).append_context_block("memory", "Name: Alice")
+
+    def looked_up_here_as_alice_then_created_again_for_dave() -> str:
+        if learned_by == "open_session":
+            session_id = warm.open_session("user-7", subject_id="alice").id
+        else:
+            session_id = elsewhere.open_session("user-7", subject_id="alice").id
+            assert warm.get(session_id).subject_id == "alice"  # type: ignore[union-attr]
+        elsewhere.delete(session_id)
+        assert elsewhere.open_session("user-7", subject_id="dave").id == session_id
+        return session_id
+
+    session_id = looked_up_here_as_alice_then_created_again_for_dave()
+    with pytest.raises(SessionChangedError):
+        context.context_block(warm, session_id, "memory")  # a read through the API's use case
+    assert context.context_block(warm, session_id, "memory").content == ""  # the retry: Dave's memory
+    # A block write after a lookup: the same, and Alice's memory stays hers
+    elsewhere.delete(session_id)
+    warm.forget_session(session_id)
+    session_id = looked_up_here_as_alice_then_created_again_for_dave()
+    with pytest.raises(SessionChangedError), warm.checked_session(session_id) as session:
+        session.append_context_block("memory", "Name: Dave")
+    with warm.checked_session(session_id) as session:
+        session.append_context_block("memory", "Name: Dave")
+    assert elsewhere.get_session(alice_other.id).get_context_block("memory").content == "Name: Alice"  # type: ignore[union-attr]
+    assert warm.get_session(session_id).get_context_block("memory").content == "Name: Dave"  # type: ignore[union-attr]

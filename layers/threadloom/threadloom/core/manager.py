@@ -261,7 +261,8 @@ class SessionManager:
         round trip where it was two; the refusal is raised by that read, by a write the block sends
         first, or when the block ends (``storage/checked_reads.py``). A store whose registry cannot
         wait (another kind of store) is read first. An id refused stays uncached. A session whose
-        subject blocks are wired for the subject known here is checked to have it still, else
+        subject blocks are wired for the subject known here (from a Session built here or only from a
+        lookup: the Session built next would take it) is checked to have it still, else
         ``SessionChangedError`` (deleted and created again for another subject elsewhere) and the
         session is dropped from the cache, so a retry reads it afresh.
         """
@@ -273,9 +274,11 @@ class SessionManager:
             yield self.get_session(session_id)
             return
         known = session_id in self._sessions
-        wired_subject = known and self._wires_subjects() and session_id in self._subjects
+        # The subject known here, whether a Session was built with it or only looked up (open_session, get,
+        # create_session): get_session wires the blocks for it, so it is the one to check.
+        subject_known = self._wires_subjects() and session_id in self._subjects
         try:
-            with checked(session_id, check_subject=wired_subject, subject=self._subjects.get(session_id)):
+            with checked(session_id, check_subject=subject_known, subject=self._subjects.get(session_id)):
                 yield self.get_session(session_id)
         except Exception as error:
             if isinstance(error, (SessionNotFoundError, SessionChangedError)) or not known:

@@ -464,7 +464,9 @@ class Session:
         self._ensure_ready()
         if registered:
             self._require_registry_check()
-            leaf_tokens = self._storage.update_message(message, registered_in=self.namespace)
+            leaf_tokens = self._storage.update_message(
+                message, registered_in=self.namespace, expected_subject=self._wired_subject
+            )
         else:
             leaf_tokens = self._storage.update_message(message)
         # A storage may answer with the latest leaf's running estimate (PostgreSQL's one-call edit).
@@ -479,7 +481,9 @@ class Session:
         self._ensure_ready()
         if registered:
             self._require_registry_check()
-            self._storage.delete_messages(list(message_ids), registered_in=self.namespace)
+            self._storage.delete_messages(
+                list(message_ids), registered_in=self.namespace, expected_subject=self._wired_subject
+            )
         else:
             self._storage.delete_messages(list(message_ids))
         self._emit_status("idle")
@@ -496,7 +500,9 @@ class Session:
         storage = self._storage
         if registered:
             self._require_registry_check()
-            leaf_tokens = storage.delete_message(message_id, registered_in=self.namespace)
+            leaf_tokens = storage.delete_message(
+                message_id, registered_in=self.namespace, expected_subject=self._wired_subject
+            )
         elif callable(getattr(storage, "delete_message", None)):
             leaf_tokens = storage.delete_message(message_id)
         else:
@@ -516,7 +522,7 @@ class Session:
         self._ensure_ready()
         if registered:
             self._require_registry_check()
-            self._storage.clear_messages(registered_in=self.namespace)
+            self._storage.clear_messages(registered_in=self.namespace, expected_subject=self._wired_subject)
         else:
             self._storage.clear_messages()
         self.blocks.clear_skill_state()

@@ -95,10 +95,14 @@ class SqlSessionProvider:
         if expected_subject is not None and rows[0][0] != expected_subject[0]:
             raise SessionChangedError.of(self.session_id)
 
-    def check_registered(self, tx: Executor, namespace: str) -> None:
-        """Refuse (:class:`SessionNotFoundError`) unless ``namespace``'s registry holds the session."""
-        if not tx.query(self._sql.get_session, {"namespace": namespace, "id": self.session_id}):
+    def check_registered(self, tx: Executor, namespace: str, expected_subject: tuple[str | None] | None = None) -> None:
+        """Refuse (:class:`SessionNotFoundError`) unless ``namespace``'s registry holds the session
+        (:class:`SessionChangedError` unless with ``expected_subject``'s subject, when given)."""
+        rows = tx.query(self._sql.session_subject, {"namespace": namespace, "id": self.session_id})
+        if not rows:
             raise session_not_found(self.session_id)
+        if expected_subject is not None and rows[0][0] != expected_subject[0]:
+            raise SessionChangedError.of(self.session_id)
 
     def get_message_in(self, namespace: str, message_id: str) -> Message | None:
         """:meth:`get_message` of a session ``namespace`` holds (else :class:`SessionNotFoundError`), one statement.
@@ -407,19 +411,22 @@ class SqlSessionProvider:
             return AppendResult(id=message_id, parent_id=parent, inserted=True)  # estimate rebuilt: read it back
         return AppendResult(id=message_id, parent_id=parent, inserted=True, path_tokens=path_tokens)
 
-    def update_message(self, message: Message, *, registered_in: str | None = None) -> int | None:
+    def update_message(
+        self, message: Message, *, registered_in: str | None = None, expected_subject: tuple[str | None] | None = None
+    ) -> int | None:
         """Replace a stored message's content (matched by id); an unknown id raises :class:`NotFoundError`.
 
         With ``registered_in`` (a manager's edit) the same transaction first checks that the namespace's
-        registry holds the session, else :class:`SessionNotFoundError` and nothing is written; an edit
-        does not stamp the session's activity. Returns None: the latest leaf's estimate is not known here
+        registry holds the session, else :class:`SessionNotFoundError` and nothing is written (and, with
+        ``expected_subject``, that the session has that subject, else :class:`SessionChangedError`); an
+        edit does not stamp the session's activity. Returns None: the latest leaf's estimate is not known here
         (PostgreSQL's one-call edit returns it).
         """
         prepared = _PreparedMessage(message)
         content, text = prepared.content, prepared.text
         with self._database.write() as tx:
             if registered_in is not None:
-                self.check_registered(tx, registered_in)
+                self.check_registered(tx, registered_in, expected_subject)
             self._lock_head(tx)
             meta = tx.query(self._sql.get_message_meta, self._params(id=message["id"]))
             if not meta:
@@ -436,23 +443,32 @@ class SqlSessionProvider:
                 self._recompute_subtrees(tx, [message["id"]])
         return None
 
-    def delete_messages(self, message_ids: list[str], *, registered_in: str | None = None) -> None:
+    def delete_messages(
+        self,
+        message_ids: list[str],
+        *,
+        registered_in: str | None = None,
+        expected_subject: tuple[str | None] | None = None,
+    ) -> None:
         """Delete messages; children move to the nearest surviving ancestor and broken overlays go (D4).
 
         With ``registered_in`` (a manager's deletion) the same transaction first stamps the session's
-        activity in that namespace's registry, else :class:`SessionNotFoundError` and nothing is written.
+        activity in that namespace's registry, else :class:`SessionNotFoundError` and nothing is written;
+        ``expected_subject`` as for :meth:`append_message`.
         """
         doomed = {message_id for message_id in message_ids if isinstance(message_id, str)}
         if not doomed and registered_in is None:
             return
         with self._database.write() as tx:
             if registered_in is not None:
-                self.stamp_registered(tx, registered_in)
+                self.stamp_registered(tx, registered_in, expected_subject)
             if doomed:
                 self._lock_head(tx)
                 self._delete_locked(tx, doomed)
 
-    def delete_message(self, message_id: str, *, registered_in: str | None = None) -> int | None:
+    def delete_message(
+        self, message_id: str, *, registered_in: str | None = None, expected_subject: tuple[str | None] | None = None
+    ) -> int | None:
         """Delete one stored message as :meth:`delete_messages` does, or raise :class:`NotFoundError`.
 
         With ``registered_in`` (a manager's deletion) the same transaction first stamps the session's
@@ -464,7 +480,7 @@ class SqlSessionProvider:
             raise NotFoundError(f"Message {message_id!r} not found in session {self.session_id!r}")
         with self._database.write() as tx:
             if registered_in is not None:
-                self.stamp_registered(tx, registered_in)
+                self.stamp_registered(tx, registered_in, expected_subject)
             self._lock_head(tx)
             if not self._delete_locked(tx, {message_id}):
                 raise NotFoundError(f"Message {message_id!r} not found in session {self.session_id!r}")
@@ -507,11 +523,14 @@ class SqlSessionProvider:
         self._rescan_leaf(tx)
         return True
 
-    def clear_messages(self, *, registered_in: str | None = None) -> None:
-        """Remove every message, index row and overlay of the session (``registered_in``: as for deletions)."""
+    def clear_messages(
+        self, *, registered_in: str | None = None, expected_subject: tuple[str | None] | None = None
+    ) -> None:
+        """Remove every message, index row and overlay of the session (``registered_in``, ``expected_subject``:
+        as for deletions)."""
         with self._database.write() as tx:
             if registered_in is not None:
-                self.stamp_registered(tx, registered_in)
+                self.stamp_registered(tx, registered_in, expected_subject)
             self._lock_head(tx)
             statements = [self._sql.clear_messages, self._sql.clear_compactions, self._sql.clear_head]
             if self._sql.unindex_session:

@@ -763,20 +763,23 @@ class PostgresSql(SqlDialect):
         "CAST(:parent_id AS text), CAST(:expected_leaf_id AS text), CAST(:created_at AS timestamptz), "
         "CAST(:lock_timeout AS text), CAST(:check_subject AS boolean), CAST(:subject AS text))"
     )
-    # An edit in one call (0027, 0029): with :namespace the session is checked first; the answer is 'updated',
+    # An edit in one call (0027, 0029, 0031): with :namespace the session is checked first (with :check_subject
+    # its subject too: 'subject' when it is not :subject); the answer is 'updated',
     # 'session' or 'message' (not found), or 'overlay' or 'large' (more than :max_below messages below it):
     # nothing written, take the shared path.
     update_one = (
         "SELECT threadloom_update_message(CAST(:namespace AS text), CAST(:sid AS text), CAST(:id AS text), "
         "CAST(:role AS text), CAST(:content AS text), CAST(:tokens AS bigint), CAST(:vector AS text), "
-        "CAST(:max_below AS bigint))"
+        "CAST(:max_below AS bigint), CAST(:check_subject AS boolean), CAST(:subject AS text))"
     )
-    # A deletion of one message in one call (0028): with :namespace the session is checked first and stamped
+    # A deletion of one message in one call (0028, 0031; :check_subject as for an edit): with :namespace the
+    # session is checked first and stamped
     # after; the answer is 'deleted', 'session', 'message' (not found), or 'overlay' or 'large' (more than
     # :max_below messages below it): nothing written, take the shared path.
     delete_one = (
         "SELECT threadloom_delete_message(CAST(:namespace AS text), CAST(:sid AS text), CAST(:id AS text), "
-        "CAST(:now AS timestamptz), CAST(:max_below AS bigint))"
+        "CAST(:now AS timestamptz), CAST(:max_below AS bigint), CAST(:check_subject AS boolean), "
+        "CAST(:subject AS text))"
     )
     raw_path = (
         "WITH RECURSIVE path(id, parent_id, content, depth) AS ("

@@ -242,7 +242,9 @@ class PostgresSessionProvider(SqlSessionProvider):
             )
         return [_append_result(row) for row in rows]
 
-    def update_message(self, message: Message, *, registered_in: str | None = None) -> int | None:
+    def update_message(
+        self, message: Message, *, registered_in: str | None = None, expected_subject: tuple[str | None] | None = None
+    ) -> int | None:
         """One call of ``threadloom_update_message`` (0027, 0029): one round trip, the tenant's check included.
 
         Returns the latest leaf's running estimate, which the same call reads. A message at or above
@@ -261,6 +263,7 @@ class PostgresSessionProvider(SqlSessionProvider):
             tokens=prepared.tokens,
             vector=to_tsvector_literal(prepared.text),
             max_below=self.MOVED_IN_ONE_CALL,
+            **_subject_check(expected_subject),
         )
         answer: str = database.execute_once(PostgresSql.update_one, params)[0][0]
         outcome, _, leaf_tokens = answer.partition(":")
@@ -270,9 +273,14 @@ class PostgresSessionProvider(SqlSessionProvider):
             raise session_not_found(self.session_id)
         if outcome == "message":
             raise NotFoundError(f"Message {prepared.id!r} not found in session {self.session_id!r}")
-        return super().update_message(message, registered_in=registered_in)  # 'overlay', 'large': nothing written
+        if outcome == "subject":
+            raise SessionChangedError.of(self.session_id)
+        # 'overlay', 'large': nothing written
+        return super().update_message(message, registered_in=registered_in, expected_subject=expected_subject)
 
-    def delete_message(self, message_id: str, *, registered_in: str | None = None) -> int | None:
+    def delete_message(
+        self, message_id: str, *, registered_in: str | None = None, expected_subject: tuple[str | None] | None = None
+    ) -> int | None:
         """One call of ``threadloom_delete_message`` (0028): one round trip, the tenant's check and stamp included.
 
         Returns the new leaf's running estimate, which the same call reads. A message with a compaction
@@ -283,7 +291,13 @@ class PostgresSessionProvider(SqlSessionProvider):
         """
         if not isinstance(message_id, str):
             raise NotFoundError(f"Message {message_id!r} not found in session {self.session_id!r}")
-        params = self._params(namespace=registered_in, id=message_id, now=utc_now(), max_below=self.MOVED_IN_ONE_CALL)
+        params = self._params(
+            namespace=registered_in,
+            id=message_id,
+            now=utc_now(),
+            max_below=self.MOVED_IN_ONE_CALL,
+            **_subject_check(expected_subject),
+        )
         answer: str = self._database.execute_once(PostgresSql.delete_one, params)[0][0]
         outcome, _, leaf_tokens = answer.partition(":")
         if outcome == "deleted":
@@ -292,7 +306,10 @@ class PostgresSessionProvider(SqlSessionProvider):
             raise session_not_found(self.session_id)
         if outcome == "message":
             raise NotFoundError(f"Message {message_id!r} not found in session {self.session_id!r}")
-        return super().delete_message(message_id, registered_in=registered_in)  # 'overlay', 'large': nothing written
+        if outcome == "subject":
+            raise SessionChangedError.of(self.session_id)
+        # 'overlay', 'large': nothing written
+        return super().delete_message(message_id, registered_in=registered_in, expected_subject=expected_subject)
 
     def _call_append(
         self,
@@ -320,8 +337,7 @@ class PostgresSessionProvider(SqlSessionProvider):
         )
         if registered:
             common["namespace"] = registered_in
-            common["check_subject"] = expected_subject is not None
-            common["subject"] = expected_subject[0] if expected_subject is not None else None
+            common.update(_subject_check(expected_subject))
         if len(prepared) == 1:
             [item] = prepared
             sql = PostgresSql.append_one_registered if registered else PostgresSql.append_one
@@ -386,6 +402,14 @@ class _OneStatementReads:
 
     def execute_all(self, statements: Sequence[tuple[str, Params]]) -> None:
         raise StorageError("A one-statement reader does not write")
+
+
+def _subject_check(expected_subject: tuple[str | None] | None) -> dict[str, Any]:
+    """The functions' ``p_check_subject`` and ``p_subject`` (migration 0031) for ``expected_subject``."""
+    return {
+        "check_subject": expected_subject is not None,
+        "subject": expected_subject[0] if expected_subject is not None else None,
+    }
 
 
 def _append_result(row: list[Any]) -> AppendResult:

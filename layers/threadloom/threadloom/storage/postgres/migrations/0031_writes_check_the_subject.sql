@@ -1,13 +1,15 @@
--- Threadloom schema v31 (PostgreSQL): a manager's append also checks the subject its process knew.
+-- Threadloom schema v31 (PostgreSQL): a manager's write also checks the subject its process knew.
 -- A keyed session keeps its id when it is deleted and opened again, maybe for another subject, in another
--- process. A warm process that still holds the session wired for the first subject's blocks then appended
--- to the new session with the old blocks in hand: the token estimate the append answers with (and the
--- compaction check it drives) counted the first subject's memory. These versions of the registered appends
--- (0026) take p_check_subject and p_subject, as threadloom_require_session (0030) does: the stamp returns
--- the registry row's subject, and when it is not p_subject the function raises TL412, which rolls the stamp
--- back with everything else: nothing is written and the caller reads the session afresh. The checks cost
--- nothing the stamp did not already do (it reads the row it updates). The versions of 0026 stay for code
--- deployed before this one.
+-- process. A warm process that still held the session wired for the first subject's blocks then wrote to the
+-- new session with the old blocks in hand: the token estimate an append answers with (and the status event
+-- after an edit or a deletion, and the compaction check) counted the first subject's memory. These versions
+-- of the registered appends (0026), of the edit (0029) and of the deletion (0028) take p_check_subject and
+-- p_subject, as threadloom_require_session (0030) does:
+-- - an append's stamp returns the registry row's subject, and when it is not p_subject the function raises
+--   TL412, which rolls the stamp back with everything else: nothing is written and the caller reads the
+--   session afresh. It costs nothing the stamp did not already do (it reads the row it updates);
+-- - an edit or a deletion answers 'subject' before anything else, and writes nothing.
+-- The earlier signatures stay for code deployed before this one.
 CREATE FUNCTION threadloom_append_registered_message(
     p_namespace        TEXT,
     p_session_id       TEXT,
@@ -84,5 +86,51 @@ BEGIN
     RETURN QUERY SELECT w.out_id, w.out_parent_id, w.out_inserted, w.out_path_tokens
         FROM threadloom_append_within(p_session_id, p_ids, p_roles, p_contents, p_tokens, p_vectors,
                                       p_parent_omitted, p_parent_id, p_expected_leaf_id, p_created_at, NULL) w;
+END
+$$;
+
+CREATE FUNCTION threadloom_update_message(
+    p_namespace     TEXT,
+    p_session_id    TEXT,
+    p_id            TEXT,
+    p_role          TEXT,
+    p_content       TEXT,
+    p_tokens        BIGINT,
+    p_vector        TEXT,
+    p_max_below     BIGINT,
+    p_check_subject BOOLEAN,
+    p_subject       TEXT
+) RETURNS TEXT
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    IF p_check_subject AND p_namespace IS NOT NULL AND EXISTS (
+        SELECT 1 FROM threadloom_sessions
+            WHERE namespace = p_namespace AND id = p_session_id AND subject_id IS DISTINCT FROM p_subject
+    ) THEN
+        RETURN 'subject';
+    END IF;
+    RETURN threadloom_update_message(p_namespace, p_session_id, p_id, p_role, p_content, p_tokens, p_vector,
+                                     p_max_below);
+END
+$$;
+
+CREATE FUNCTION threadloom_delete_message(
+    p_namespace     TEXT,
+    p_session_id    TEXT,
+    p_id            TEXT,
+    p_now           TIMESTAMPTZ,
+    p_max_below     BIGINT,
+    p_check_subject BOOLEAN,
+    p_subject       TEXT
+) RETURNS TEXT
+LANGUAGE plpgsql VOLATILE AS $$
+BEGIN
+    IF p_check_subject AND p_namespace IS NOT NULL AND EXISTS (
+        SELECT 1 FROM threadloom_sessions
+            WHERE namespace = p_namespace AND id = p_session_id AND subject_id IS DISTINCT FROM p_subject
+    ) THEN
+        RETURN 'subject';
+    END IF;
+    RETURN threadloom_delete_message(p_namespace, p_session_id, p_id, p_now, p_max_below);
 END
 $$;
