@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from threadloom.api.models import BlockHistoryPage, BlockVersionOut, ContextBlockOut, ContextRevert
 from threadloom.api.use_cases import block_history as use_cases
 
-from .common import BODY, SESSION, limits, manager, new_router, responses
+from .common import BODY, CHECKED, SESSION, limits, manager, new_router, responses
 
 router = new_router()
 
@@ -19,7 +19,7 @@ router = new_router()
     summary="A writable block's versions, newest first, with who made each change; paged by count and bytes",
     tags=["context"],
     operation_id="getContextBlockHistory",
-    responses=responses(200, BlockHistoryPage, "One page of versions", *SESSION),
+    responses=responses(200, BlockHistoryPage, "One page of versions", *CHECKED),
 )
 def history(
     sessionId: str,
@@ -35,7 +35,7 @@ def history(
     summary="One stored version of a writable block",
     tags=["context"],
     operation_id="getContextBlockVersion",
-    responses=responses(200, BlockVersionOut, "The version", *SESSION),
+    responses=responses(200, BlockVersionOut, "The version", *CHECKED),
 )
 def version(sessionId: str, label: str, version: Annotated[int, Path(ge=1, le=2**31 - 1)]) -> BlockVersionOut:
     return use_cases.block_version(manager(router), sessionId, label, version)

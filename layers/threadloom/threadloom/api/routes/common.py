@@ -31,7 +31,10 @@ ERROR_DESCRIPTIONS: dict[int, str] = {
         "No such session, message, block or tool (or another tenant's), or no operation at the path "
         "(API Gateway cuts a path at a percent-decoded ?)"
     ),
-    409: "A precondition, quota, block state or Idempotency-Key conflict",
+    409: (
+        "A precondition, quota, block state or Idempotency-Key conflict, or session_changed: a keyed session "
+        "deleted and created again for another subject since this server last read it (nothing ran: retry)"
+    ),
     413: "A message, block, entry or body over its size limit",
     415: "The request body is not application/json",
     422: "The request does not match the API schema",
@@ -42,6 +45,8 @@ ANY = (400, 401, 422, 500, 503)
 """What every operation can answer: bad text in the path or query, no tenant, schema mismatch, outages."""
 SESSION = (*ANY, 404)
 """Operations under ``/sessions/{sessionId}``."""
+CHECKED = (*SESSION, 409)
+"""Operations that read or write a session's data with its blocks in hand: ``session_changed`` is a 409."""
 BODY = (413, 415)
 """Operations that take a JSON body."""
 

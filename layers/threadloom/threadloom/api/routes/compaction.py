@@ -19,7 +19,7 @@ from threadloom.api.models import (
 from threadloom.api.runtime import get_runtime
 from threadloom.api.use_cases import compaction as use_cases
 
-from .common import BODY, SESSION, json_response, limits, manager, new_router, responses
+from .common import BODY, CHECKED, SESSION, json_response, limits, manager, new_router, responses
 
 router = new_router()
 
@@ -50,7 +50,7 @@ def compact(sessionId: str, body: Annotated[CompactIn | None, Body()] = None) ->
     summary="Phase, token estimate and threshold, and the latest compaction request",
     tags=["compaction"],
     operation_id="getSessionStatus",
-    responses=responses(200, SessionStatusOut, "The session's live figures and latest compaction request", *SESSION),
+    responses=responses(200, SessionStatusOut, "The session's live figures and latest compaction request", *CHECKED),
 )
 def session_status(sessionId: str) -> SessionStatusOut:
     return use_cases.session_status(manager(router), sessionId)

@@ -20,7 +20,7 @@ from threadloom.api.models import (
 from threadloom.api.runtime import get_runtime
 from threadloom.api.use_cases import context as use_cases
 
-from .common import BODY, SESSION, limits, manager, new_router, responses
+from .common import BODY, CHECKED, SESSION, limits, manager, new_router, responses
 
 router = new_router()
 
@@ -30,7 +30,7 @@ router = new_router()
     summary="All context blocks",
     tags=["context"],
     operation_id="listContextBlocks",
-    responses=responses(200, ContextBlockList, "The session's blocks", *SESSION),
+    responses=responses(200, ContextBlockList, "The session's blocks", *CHECKED),
 )
 def blocks(sessionId: str) -> ContextBlockList:
     return use_cases.context_blocks(manager(router), sessionId)
@@ -41,7 +41,7 @@ def blocks(sessionId: str) -> ContextBlockList:
     summary="One context block",
     tags=["context"],
     operation_id="getContextBlock",
-    responses=responses(200, ContextBlockOut, "The block", *SESSION),
+    responses=responses(200, ContextBlockOut, "The block", *CHECKED),
 )
 def block(sessionId: str, label: str) -> ContextBlockOut:
     return use_cases.context_block(manager(router), sessionId, label)
@@ -71,7 +71,7 @@ def write_block(sessionId: str, label: str, body: Annotated[ContextWrite, Body()
     summary="Token breakdown (prompt, blocks, history) against the threshold; frozen vs fresh prompt",
     tags=["context"],
     operation_id="getContextWindow",
-    responses=responses(200, ContextWindowOut, "The breakdown", *SESSION),
+    responses=responses(200, ContextWindowOut, "The breakdown", *CHECKED),
 )
 def context_window(sessionId: str) -> ContextWindowOut:
     compaction = get_runtime().profile.compaction
@@ -83,7 +83,7 @@ def context_window(sessionId: str) -> ContextWindowOut:
     summary="The frozen system prompt",
     tags=["context"],
     operation_id="getSystemPrompt",
-    responses=responses(200, SystemPromptOut, "The prompt", *SESSION),
+    responses=responses(200, SystemPromptOut, "The prompt", *CHECKED),
 )
 def system_prompt(sessionId: str) -> SystemPromptOut:
     return use_cases.system_prompt(manager(router), sessionId)
@@ -105,7 +105,7 @@ def refresh_system_prompt(sessionId: str) -> SystemPromptOut:
     summary="Tool specs in a model vendor's format",
     tags=["tools"],
     operation_id="listTools",
-    responses=responses(200, ToolsOut, "The session's tools", *SESSION),
+    responses=responses(200, ToolsOut, "The session's tools", *CHECKED),
 )
 def tools(
     sessionId: str,
@@ -119,7 +119,7 @@ def tools(
     summary="Execute a tool call; a refusal the model should see is 200 with isError true",
     tags=["tools"],
     operation_id="callTool",
-    responses=responses(200, ToolCallOut, "The tool result the model sees", *SESSION, *BODY),
+    responses=responses(200, ToolCallOut, "The tool result the model sees", *CHECKED, *BODY),
 )
 def call_tool(sessionId: str, toolName: str, body: Annotated[ToolCallIn, Body()]) -> ToolCallOut:
     return use_cases.call_tool(manager(router), sessionId, toolName, body.input)

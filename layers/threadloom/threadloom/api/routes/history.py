@@ -13,7 +13,7 @@ from threadloom.errors import ValidationError
 from threadloom.limits import HARD_LIMITS
 from threadloom.search import query_problem
 
-from .common import ANY, SESSION, json_text_response, limits, manager, new_router, responses
+from .common import ANY, CHECKED, SESSION, json_text_response, limits, manager, new_router, responses
 
 router = new_router()
 Limit = Annotated[int | None, Query(ge=1)]
@@ -44,7 +44,7 @@ def history(
     summary="Messages with several children, each child with the latest leaf under it",
     tags=["history"],
     operation_id="listBranchPoints",
-    responses=responses(200, BranchPointList, "The session's branch points", *SESSION),
+    responses=responses(200, BranchPointList, "The session's branch points", *CHECKED),
 )
 def branch_points(sessionId: str) -> BranchPointList:
     return use_cases.branch_points(manager(router), sessionId)
@@ -55,7 +55,7 @@ def branch_points(sessionId: str) -> BranchPointList:
     summary="Search one session",
     tags=["history"],
     operation_id="searchSession",
-    responses=responses(200, SearchOut, "Matching messages, best first", *SESSION),
+    responses=responses(200, SearchOut, "Matching messages, best first", *CHECKED),
 )
 def search_session(sessionId: str, q: SearchQuery, limit: Limit = None) -> SearchOut:
     _check_query(q)

@@ -12,7 +12,7 @@ from threadloom.api.models import AppendIn, AppendOut, BranchPage, Deleted, Leaf
 from threadloom.api.observability import metrics
 from threadloom.api.use_cases import messages as use_cases
 
-from .common import BODY, SESSION, idempotent_write, limits, manager, new_router, responses
+from .common import BODY, CHECKED, SESSION, idempotent_write, limits, manager, new_router, responses
 
 router = new_router()
 IdempotencyKey = Annotated[str | None, Header(alias="idempotency-key", description="Replays the first outcome")]
@@ -67,7 +67,7 @@ def get_message(sessionId: str, messageId: str) -> MessageOut:
     summary="Replace a message",
     tags=["messages"],
     operation_id="updateMessage",
-    responses=responses(200, MessageOut, "The message as stored now", *SESSION, *BODY),
+    responses=responses(200, MessageOut, "The message as stored now", *CHECKED, *BODY),
 )
 def update_message(sessionId: str, messageId: str, body: Annotated[MessageUpdate, Body()]) -> MessageOut:
     return use_cases.update_message(manager(router), sessionId, messageId, body.message.as_message(), limits())
@@ -78,7 +78,7 @@ def update_message(sessionId: str, messageId: str, body: Annotated[MessageUpdate
     summary="Delete a message (its children are re-attached to its parent)",
     tags=["messages"],
     operation_id="deleteMessage",
-    responses=responses(200, Deleted, "Deleted", *SESSION),
+    responses=responses(200, Deleted, "Deleted", *CHECKED),
 )
 def delete_message(sessionId: str, messageId: str) -> Deleted:
     use_cases.delete_message(manager(router), sessionId, messageId)
@@ -90,7 +90,7 @@ def delete_message(sessionId: str, messageId: str) -> Deleted:
     summary="Children of a message, oldest first, paginated",
     tags=["messages"],
     operation_id="listBranches",
-    responses=responses(200, BranchPage, "One page of the message's children", *SESSION),
+    responses=responses(200, BranchPage, "One page of the message's children", *CHECKED),
 )
 def branches(
     sessionId: str,
@@ -117,7 +117,7 @@ def leaf(sessionId: str) -> LeafOut:
     summary="Delete every message",
     tags=["messages"],
     operation_id="clearMessages",
-    responses=responses(200, Deleted, "Cleared", *SESSION),
+    responses=responses(200, Deleted, "Cleared", *CHECKED),
 )
 def clear(sessionId: str) -> Deleted:
     use_cases.clear(manager(router), sessionId)

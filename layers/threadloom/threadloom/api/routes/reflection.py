@@ -11,7 +11,7 @@ from threadloom.api.models import ProposalList, ProposalOut, ReflectIn, ReflectO
 from threadloom.api.runtime import get_runtime
 from threadloom.api.use_cases import reflection as use_cases
 
-from .common import BODY, SESSION, json_response, limits, manager, new_router, responses
+from .common import BODY, CHECKED, SESSION, json_response, limits, manager, new_router, responses
 
 router = new_router()
 
@@ -47,7 +47,7 @@ def reflect(sessionId: str, body: Annotated[ReflectIn | None, Body()] = None) ->
     summary="Memory edits reflection proposed, oldest first (filter by status)",
     tags=["reflection"],
     operation_id="listProposals",
-    responses=responses(200, ProposalList, "One page of the session's proposals", *SESSION),
+    responses=responses(200, ProposalList, "One page of the session's proposals", *CHECKED),
 )
 def proposals(
     sessionId: str,
