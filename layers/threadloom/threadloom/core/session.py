@@ -102,7 +102,7 @@ class Session:
         self._storage: Any = None
         self._checks_registry = False
         #: The subject this session's ``subject`` blocks were wired for, as a 1-tuple (None: none wired).
-        #: A registered append checks it against the registry row (a keyed session opened again elsewhere).
+        #: A registered write checks it against the registry row (a keyed session opened again elsewhere).
         self._wired_subject: tuple[str | None] | None = None
         self._prompt_in_store = False
         self._blocks: ContextBlocks | None = None

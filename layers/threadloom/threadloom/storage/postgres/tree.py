@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 _TAKE_GENERAL_PATH = "TL001"
 _PARENT_MISSING = "TL404"
 _LEAF_MOVED = "TL409"
-_SUBJECT_CHANGED = "TL412"  # the registered appends of migration 0031
+_SUBJECT_CHANGED = "TL412"  # the registered appends of migration 0031 (an edit or a deletion answers 'subject')
 
 
 class PostgresSessionProvider(SqlSessionProvider):
@@ -245,7 +245,7 @@ class PostgresSessionProvider(SqlSessionProvider):
     def update_message(
         self, message: Message, *, registered_in: str | None = None, expected_subject: tuple[str | None] | None = None
     ) -> int | None:
-        """One call of ``threadloom_update_message`` (0027, 0029): one round trip, the tenant's check included.
+        """One call of ``threadloom_update_message`` (0027, 0029, 0031): one round trip, the tenant's check included.
 
         Returns the latest leaf's running estimate, which the same call reads. A message at or above
         the end of a compaction overlay whose estimate changes takes the shared path: that end's
@@ -281,7 +281,7 @@ class PostgresSessionProvider(SqlSessionProvider):
     def delete_message(
         self, message_id: str, *, registered_in: str | None = None, expected_subject: tuple[str | None] | None = None
     ) -> int | None:
-        """One call of ``threadloom_delete_message`` (0028): one round trip, the tenant's check and stamp included.
+        """One call of ``threadloom_delete_message`` (0028, 0031): one round trip, the tenant's check and stamp in it.
 
         Returns the new leaf's running estimate, which the same call reads. A message with a compaction
         overlay starting or ending at or below it takes the shared path: the overlays it breaks go, and
