@@ -200,6 +200,34 @@ def test_live_viewers_of_the_other_sessions_hear_their_prompt_is_stale(make_stor
     assert not [event for _, _, event in recorder.events if event.get("staleBlocks")]
 
 
+def test_viewers_are_told_what_is_stale_with_their_sessions_subject_not_one_cached_before(
+    make_store: Callable[[], Any],
+) -> None:
+    """A warm process that still held a keyed session wired for Bob, created again elsewhere for Alice, must
+    work out that session's stale blocks against Alice's memory when Alice's memory changes, not Bob's."""
+    from threadloom.live.publisher import attach_publisher
+
+    recorder = _Recorder()
+    warm = attach_publisher(_manager(make_store(), "tenant-a"), recorder)
+    elsewhere = _manager(make_store(), "tenant-a")
+    alice = warm.create_session("alice's", subject_id="alice")
+    warm.get_session(alice.id).replace_context_block("memory", "Name: Alice")
+    keyed = warm.open_session("user-5", subject_id="bob").id
+    with warm.checked_session(keyed) as session:  # this process wires the keyed session for Bob
+        session.replace_context_block("memory", "Name: Bob")
+    elsewhere.delete(keyed)
+    assert elsewhere.open_session("user-5", subject_id="alice").id == keyed
+    assert "Name: Alice" in elsewhere.get_session(keyed).freeze_system_prompt()
+    warm.get_session(alice.id).replace_context_block("memory", "Name: Alice, likes tea")
+    told = [(sid, event["staleBlocks"]) for _, sid, event in recorder.events if event.get("staleBlocks")]
+    assert told == [(keyed, ["memory"])]
+    recorder.events.clear()
+    # Back to what the keyed session froze: nothing is stale (against Bob's memory it would look stale)
+    warm.get_session(alice.id).replace_context_block("memory", "Name: Alice")
+    assert [sid for _, sid, event in recorder.events if event.get("staleBlocks")] == []
+    assert warm.get_session(keyed).subject_id == "alice"
+
+
 def test_a_keyed_session_opened_again_for_another_subject_has_that_subjects_blocks(
     make_store: Callable[[], Any],
 ) -> None:

@@ -124,3 +124,42 @@ def test_the_frozen_prompt_is_read_from_a_session_of_the_namespace(make_store: C
         with pytest.raises(SessionNotFoundError):
             intruder.get_frozen_system_prompt(target)
     assert not intruder._sessions
+
+
+def test_a_prompt_kept_elsewhere_goes_with_its_session_though_this_process_never_built_it(
+    make_store: Callable[[], Any],
+) -> None:
+    """A keyed session keeps its id when it is deleted and opened again, maybe for another subject: a prompt kept
+    outside the store under that id (DynamoDB) must go with the session, whichever process deletes it."""
+    import boto3
+    from moto import mock_aws
+    from threadloom.providers.dynamodb_prompt_store import DynamoDBPromptStore
+
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        client.create_table(
+            TableName="prompts",
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+
+        def manager() -> SessionManager:
+            return (
+                SessionManager(make_store(), namespace="tenant")
+                .with_context("memory", scope="subject")
+                .with_cached_prompt(
+                    per_session=lambda sid: DynamoDBPromptStore("prompts", f"tenant#{sid}", client=client)
+                )
+            )
+
+        first, second = manager(), manager()
+        session_id = first.open_session("user-1", subject_id="alice").id
+        first.get_session(session_id).append_context_block("memory", "Name: Alice")
+        assert "Name: Alice" in first.get_session(session_id).freeze_system_prompt()
+        assert second.delete(session_id)  # a process that never built the Session
+        assert "Item" not in client.get_item(TableName="prompts", Key={"pk": {"S": f"tenant#{session_id}"}})
+        assert second.open_session("user-1", subject_id="bob").id == session_id
+        assert second.get_frozen_system_prompt(session_id) is None
+        assert "Name: Alice" not in second.get_session(session_id).freeze_system_prompt()
+        assert not second.delete("no-such-session")  # nothing to delete: no error

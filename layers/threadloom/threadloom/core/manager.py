@@ -379,21 +379,31 @@ class SessionManager:
         A keyed session's id is the same when it is deleted and opened again, maybe for another
         subject (elsewhere, in another process): its subject blocks must then be the new subject's.
         """
-        if self._subjects.get(info.id, info.subject_id) != info.subject_id:
-            self._sessions.pop(info.id, None)
-        self._subjects[info.id] = info.subject_id
+        self._learn_subject(info.id, info.subject_id)
         return info
+
+    def _learn_subject(self, session_id: str, subject_id: str | None) -> None:
+        if self._subjects.get(session_id, subject_id) != subject_id:
+            self._sessions.pop(session_id, None)
+        self._subjects[session_id] = subject_id
 
     def sessions_sharing(self, session_id: str, scope: str, *, limit: int = 50) -> builtins.list[str]:
         """The other sessions that read ``session_id``'s blocks of ``scope``: its subject's, or the tenant's
-        most recently active (at most ``limit``); they are the ones whose frozen prompt a change makes stale."""
+        most recently active (at most ``limit``); they are the ones whose frozen prompt a change makes stale.
+
+        The subject each was just read with is kept (a cached Session wired for another is dropped), so
+        telling them works their stale blocks out with their own subject's blocks, not ones cached here
+        before the session was deleted and opened again for someone else.
+        """
         if scope == "subject":
             subject = self._subject_of(session_id)
             if subject is None:
                 return []
             ids: builtins.list[str] = self.store.lifecycle().subject_session_ids(self.namespace, subject)
+            for other in ids:
+                self._learn_subject(other, subject)
         elif scope == "tenant":
-            ids = [info.id for info in self._registry.list_page(limit=limit + 1)[0]]
+            ids = [self._remember(info).id for info in self._registry.list_page(limit=limit + 1)[0]]
         else:
             return []
         return [other for other in ids if other != session_id][:limit]
@@ -458,12 +468,17 @@ class SessionManager:
         session = self._sessions.pop(session_id, None)
         self._subjects.pop(session_id, None)
         deleted = bool(self._registry.delete(session_id))
-        # A prompt in the session's own store went with its other rows; one kept elsewhere is deleted here.
-        if deleted and session is not None and not session.frozen_prompt_checks_registry:
+        # A prompt in the session's own store went with its other rows; one kept elsewhere is deleted here,
+        # whether or not this process built the Session: a keyed session opened again (maybe for another
+        # subject) must not find the old prompt under its id.
+        prompt_store: object = None
+        if session is not None and not session.frozen_prompt_checks_registry:
             prompt_store = session.blocks.prompt_store
-            delete_prompt = getattr(prompt_store, "delete", None)
-            if callable(delete_prompt):
-                delete_prompt()
+        elif session is None and self._prompt_factory is not None:
+            prompt_store = self._prompt_factory(session_id)
+        delete_prompt = getattr(prompt_store, "delete", None)
+        if deleted and callable(delete_prompt):
+            delete_prompt()
         return deleted
 
     def forget_session(self, session_id: str) -> None:
@@ -534,11 +549,12 @@ class SessionManager:
 
         The append goes first (with the session's check and stamp, one round trip on PostgreSQL):
         an agent framework that saves every message this way mostly saves new ones. Only an id
-        already stored (the append a no-op) is then rewritten.
+        already stored (the append a no-op) is then rewritten, in a write that checks the session
+        (and its subject) again: it may have been deleted or opened again for someone else in between.
         """
         result = self.append_message(session_id, message, parent_id)
         if not result.inserted:
-            self.get_session(session_id).update_message(message)
+            self.update_message(session_id, message)
         return result.id
 
     def append_all(

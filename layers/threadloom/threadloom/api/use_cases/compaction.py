@@ -73,6 +73,8 @@ def compact(
 def session_status(manager: SessionManager, session_id: str) -> SessionStatusOut:
     """Phase, token estimate and threshold (as the live ``session_status`` event) and the latest request."""
     status, latest = status_report(manager, session_id)
+    with manager.checked_session(session_id) as session:  # checked again: the status's own check has ended
+        stale_blocks = session.stale_prompt_blocks()
     return SessionStatusOut(
         session_id=session_id,
         phase=status.phase,
@@ -80,7 +82,7 @@ def session_status(manager: SessionManager, session_id: str) -> SessionStatusOut
         token_threshold=status.token_threshold,
         compaction=CompactionRequestOut.of(latest) if latest is not None else None,
         idle_reason=IdleReasonOut.of(idle_reason(status, latest)),
-        stale_blocks=manager.get_session(session_id).stale_prompt_blocks(),
+        stale_blocks=stale_blocks,
     )
 
 

@@ -47,32 +47,37 @@ def append(manager: SessionManager, session_id: str, body: AppendIn, limits: Lim
         result = manager.append_message(
             session_id, body.message.as_message(), parent, expected_leaf_id=body.expected_leaf_id
         )
-        session = manager.get_session(session_id)
-        estimate = result.token_estimate if result.token_estimate is not None else session.estimate_tokens()
         out = AppendOut(
             id=result.id,
             parent_id=result.parent_id,
             inserted=result.inserted,
-            token_estimate=estimate,
-            token_threshold=session.token_threshold,
+            token_estimate=_estimate(manager, session_id, result.token_estimate),
+            token_threshold=manager.get_session(session_id).token_threshold,
         )
         return out, result.inserted
     messages = [item.as_message() for item in body.messages or []]
     if len(messages) > limits.max_chain_messages:
         raise ValidationError(f"A chain holds at most {limits.max_chain_messages} messages per request")
     results = manager.append_chain(session_id, messages, parent, expected_leaf_id=body.expected_leaf_id)
-    session = manager.get_session(session_id)
     inserted = any(result.inserted for result in results)
-    last_estimate = results[-1].token_estimate if results else None
     out = AppendOut(
         id=results[-1].id,
         parent_id=results[0].parent_id,
         inserted=inserted,
         ids=[result.id for result in results],
-        token_estimate=last_estimate if last_estimate is not None else session.estimate_tokens(),
-        token_threshold=session.token_threshold,
+        token_estimate=_estimate(manager, session_id, results[-1].token_estimate if results else None),
+        token_threshold=manager.get_session(session_id).token_threshold,
     )
     return out, inserted
+
+
+def _estimate(manager: SessionManager, session_id: str, answered: int | None) -> int:
+    """The estimate the append answered with, else one read now: checked again, since the session may
+    have been deleted or opened again for another subject since the append (409, never their blocks)."""
+    if answered is not None:
+        return answered
+    with manager.checked_session(session_id) as session:
+        return session.estimate_tokens()
 
 
 def get_message(manager: SessionManager, session_id: str, message_id: str) -> MessageOut:
