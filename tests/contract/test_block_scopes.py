@@ -421,3 +421,91 @@ def test_a_subject_only_looked_up_here_is_checked_too(make_store: Callable[[], A
         session.append_context_block("memory", "Name: Dave")
     assert elsewhere.get_session(alice_other.id).get_context_block("memory").content == "Name: Alice"  # type: ignore[union-attr]
     assert warm.get_session(session_id).get_context_block("memory").content == "Name: Dave"  # type: ignore[union-attr]
+
+
+def test_the_status_read_checks_the_subject_again_for_its_stale_blocks(
+    make_store: Callable[[], Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``GET …/status`` reads the stale blocks after the status itself: a session deleted and opened again
+    for another subject in between is a 409, not stale blocks worked out with the first subject's memory."""
+    from threadloom.api.use_cases import compaction
+    from threadloom.errors import SessionChangedError
+
+    warm, elsewhere = _manager(make_store(), "tenant-a"), _manager(make_store(), "tenant-a")
+    session_id = warm.open_session("user-3", subject_id="alice").id
+    warm.get_session(session_id).append_context_block("memory", "Name: Alice")
+    warm.get_session(session_id).freeze_system_prompt()
+    assert compaction.session_status(warm, session_id).stale_blocks == []
+    status_report = compaction.status_report
+
+    def created_again_for_dave_right_after(manager: SessionManager, sid: str) -> Any:
+        report = status_report(manager, sid)
+        elsewhere.delete(sid)
+        elsewhere.open_session("user-3", subject_id="dave")
+        return report
+
+    monkeypatch.setattr(compaction, "status_report", created_again_for_dave_right_after)
+    with pytest.raises(SessionChangedError):
+        compaction.session_status(warm, session_id)
+    monkeypatch.setattr(compaction, "status_report", status_report)
+    assert compaction.session_status(warm, session_id).stale_blocks == []  # Dave's: nothing frozen yet
+
+
+@pytest.mark.parametrize("shape", ["message", "messages"])
+def test_an_append_without_an_answered_estimate_checks_the_subject_again_for_it(
+    make_store: Callable[[], Any], monkeypatch: pytest.MonkeyPatch, shape: str
+) -> None:
+    """With nothing listening, an append answers no estimate and the API reads one after it: a session deleted
+    and opened again for another subject in between is a 409, not an estimate counting the first one's memory."""
+    from threadloom.api.models import AppendIn
+    from threadloom.api.use_cases import messages
+    from threadloom.errors import SessionChangedError
+    from threadloom.limits import DEFAULT_LIMITS
+
+    warm, elsewhere = _manager(make_store(), "tenant-a"), _manager(make_store(), "tenant-a")
+    session_id = warm.open_session("user-4", subject_id="alice").id
+    warm.get_session(session_id).append_context_block("memory", "Name: Alice. " * 40)
+    body = AppendIn.model_validate({shape: _text("a1", "hello") if shape == "message" else [_text("a1", "hello")]})
+    with_memory = messages.append(warm, session_id, body, DEFAULT_LIMITS)[0].token_estimate
+    appends = {"message": warm.append_message, "messages": warm.append_chain}
+
+    def created_again_for_dave_right_after(sid: str, *args: Any, **kwargs: Any) -> Any:
+        result = appends[shape](sid, *args, **kwargs)
+        elsewhere.delete(sid)
+        elsewhere.open_session("user-4", subject_id="dave")
+        return result
+
+    monkeypatch.setattr(
+        warm, "append_message" if shape == "message" else "append_chain", created_again_for_dave_right_after
+    )
+    body = AppendIn.model_validate({shape: _text("a2", "hi") if shape == "message" else [_text("a2", "hi")]})
+    with pytest.raises(SessionChangedError):
+        messages.append(warm, session_id, body, DEFAULT_LIMITS)
+    monkeypatch.undo()
+    retried = messages.append(warm, session_id, body, DEFAULT_LIMITS)[0].token_estimate
+    assert retried < with_memory  # Dave's session: no memory of Alice's in the estimate
+
+
+def test_an_upserts_rewrite_checks_the_subject_again(
+    make_store: Callable[[], Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An upsert of a stored id appends (a no-op) and then rewrites: the rewrite is a checked write of its own."""
+    from threadloom.errors import SessionChangedError
+
+    warm, elsewhere = _manager(make_store(), "tenant-a"), _manager(make_store(), "tenant-a")
+    session_id = warm.open_session("user-6", subject_id="alice").id
+    warm.append(session_id, _text("m1", "Alice's"))
+    append_message = warm.append_message
+
+    def created_again_for_dave_right_after(sid: str, *args: Any, **kwargs: Any) -> Any:
+        result = append_message(sid, *args, **kwargs)
+        elsewhere.delete(sid)
+        elsewhere.open_session("user-6", subject_id="dave")
+        elsewhere.append(sid, _text("m1", "Dave's"))
+        return result
+
+    monkeypatch.setattr(warm, "append_message", created_again_for_dave_right_after)
+    with pytest.raises(SessionChangedError):
+        warm.upsert(session_id, _text("m1", "rewritten"))
+    stored = elsewhere.get_session(session_id).get_history()
+    assert [message["parts"] for message in stored] == [_text("m1", "Dave's")["parts"]]
