@@ -509,3 +509,23 @@ def test_an_upserts_rewrite_checks_the_subject_again(
         warm.upsert(session_id, _text("m1", "rewritten"))
     stored = elsewhere.get_session(session_id).get_history()
     assert [message["parts"] for message in stored] == [_text("m1", "Dave's")["parts"]]
+
+
+def test_a_refresh_checks_the_subject_with_its_read(make_store: Callable[[], Any]) -> None:
+    """``GET …/system-prompt?refresh=true`` renders the blocks again and stores the prompt: a warm process that
+    knew the session as Alice's must not store Alice's memory as the prompt of the session opened again for Dave."""
+    from threadloom.api.use_cases.context import system_prompt
+    from threadloom.errors import SessionChangedError, SessionNotFoundError
+
+    warm, elsewhere = _manager(make_store(), "tenant-a"), _manager(make_store(), "tenant-a")
+    session_id = warm.open_session("user-2", subject_id="alice").id
+    warm.get_session(session_id).append_context_block("memory", "Name: Alice")
+    assert "Name: Alice" in system_prompt(warm, session_id, refresh=True).system_prompt
+    elsewhere.delete(session_id)
+    elsewhere.open_session("user-2", subject_id="dave")
+    with pytest.raises(SessionChangedError):
+        system_prompt(warm, session_id, refresh=True)
+    assert elsewhere.get_frozen_system_prompt(session_id) is None  # nothing stored for Dave
+    assert "Name: Alice" not in system_prompt(warm, session_id, refresh=True).system_prompt  # the retry
+    with pytest.raises(SessionNotFoundError):
+        system_prompt(_manager(make_store(), "tenant-b"), session_id, refresh=True)

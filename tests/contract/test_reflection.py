@@ -318,3 +318,43 @@ def test_the_idle_sweep_queues_sessions_active_since_their_last_reflection(make_
     assert sweep() == [(TENANT, SESSION), ("tenant-b", "s-other")]  # active again
     assert sweep(later + timedelta(minutes=15)) == []  # their idle stretch began before this sweep's window
     assert sweep(later - timedelta(minutes=2)) == []  # not idle long enough yet
+
+
+def test_a_session_opened_again_for_another_subject_is_not_reflected_into_the_first_ones_memory(
+    make_store: Callable[[], Any],
+) -> None:
+    """A keyed session keeps its id when it is deleted and opened again, maybe for another subject: a worker that
+    looked it up for Alice must not read Bob's new conversation and write his facts into Alice's memory."""
+
+    def subject_manager(store: Any) -> SessionManager:
+        return SessionManager.create(store, namespace=TENANT).with_context("memory", max_tokens=500, scope="subject")
+
+    store, elsewhere = make_store(), subject_manager(make_store())
+    manager = subject_manager(store)
+    session_id = manager.open_session("user-1", subject_id="alice").id
+    manager.append_all(session_id, [text_message("u1", "Hi, my name is Ada.", "user")])
+    alice_other = manager.create_session("alice's other", subject_id="alice").id
+
+    def created_again_for_bob_meanwhile(session: Any) -> SessionMemoryBlocks:
+        elsewhere.delete(session_id)
+        elsewhere.open_session("user-1", subject_id="bob")
+        elsewhere.append_all(session_id, [text_message("b1", "Hi, my name is Bob.", "user")])
+        return SessionMemoryBlocks(session)
+
+    worker = ReflectionWorker(
+        lambda namespace: manager,
+        SelfStatementExtractor(),
+        ReflectionSettings(label="memory"),
+        blocks_for=created_again_for_bob_meanwhile,
+    )
+    request = CompactionRequest.create(TENANT, session_id, "u1", kind="reflection")
+    assert worker.handle(request) is ReflectionOutcome.SESSION_GONE
+    alice_memory = subject_manager(make_store()).get_session(alice_other).get_context_block("memory")
+    assert alice_memory is not None and alice_memory.content == ""
+    # Redelivered, the request reflects the session as it is now: Bob's, into Bob's memory
+    worker.blocks_for = SessionMemoryBlocks
+    assert worker.handle(CompactionRequest.create(TENANT, session_id, "b1", kind="reflection")) is (
+        ReflectionOutcome.PROPOSED
+    )
+    assert subject_manager(make_store()).get_session(session_id).get_context_block("memory").content == "Name: Bob"  # type: ignore[union-attr]
+    assert subject_manager(make_store()).get_session(alice_other).get_context_block("memory").content == ""  # type: ignore[union-attr]

@@ -25,7 +25,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from threadloom.compaction.queue import request_key
-from threadloom.errors import ConflictError, ValidationError
+from threadloom.errors import ConflictError, SessionChangedError, SessionNotFoundError, ValidationError
 from threadloom.reflection.facts import UserStatement, plan_edits
 from threadloom.reflection.proposals import apply_run
 from threadloom.reflection.session_blocks import SessionMemoryBlocks
@@ -138,7 +138,15 @@ class ReflectionWorker:
             return _duplicate(request.session_id)
         mark = ledger.mark(request.session_id)
         after = mark.message_id if mark is not None else None
-        new = _messages_after(_path(session, request.leaf_id), after)
+        try:
+            # Checked with the read: a keyed session deleted and opened again for another subject since the
+            # lookup above must not have its messages reflected into the first subject's memory.
+            with manager.checked_session(request.session_id) as checked:
+                path = _path(checked, request.leaf_id)
+        except (SessionNotFoundError, SessionChangedError):
+            logger.info("Reflection skipped: session %r was deleted meanwhile", request.session_id)
+            return ReflectionOutcome.SESSION_GONE
+        new = _messages_after(path, after)
         if not new:
             return ReflectionOutcome.NOTHING_NEW
         window = new[-self.settings.max_messages :]

@@ -19,7 +19,6 @@ from threadloom.api.models import (
     ToolCallOut,
     ToolsOut,
 )
-from threadloom.api.use_cases.common import require_session
 from threadloom.core.prompt import render_prompt
 from threadloom.errors import NotFoundError, ValidationError
 from threadloom.records import BlockChange, ContextBlock
@@ -124,8 +123,9 @@ def context_window(manager: SessionManager, session_id: str, threshold: int | No
 
 def system_prompt(manager: SessionManager, session_id: str, *, refresh: bool = False) -> SystemPromptOut:
     """Every turn of an agent asks for it: a prompt already frozen is one read, the tenant's check joined to it."""
-    if refresh:
-        return SystemPromptOut(system_prompt=require_session(manager, session_id).refresh_system_prompt())
+    if refresh:  # the check (and the subject's) goes with the blocks' read: no lookup ahead of it
+        with manager.checked_session(session_id) as session:
+            return SystemPromptOut(system_prompt=session.refresh_system_prompt())
     stored = manager.get_frozen_system_prompt(session_id)  # the session was checked here, found or not
     if stored is not None:
         return SystemPromptOut(system_prompt=stored)
