@@ -35,6 +35,13 @@ def _session_of_alice(make_store: Callable[[], Any]) -> str:
     return session_id
 
 
+def _call(connection: Any, statement: str, session_id: str, subject: str) -> Any:
+    """The edit or the deletion of m1, checked for ``subject``."""
+    edited = '{"id":"m1","role":"user","parts":[{"type":"text","text":"edited"}]}'
+    now = datetime(2026, 12, 5, tzinfo=UTC)
+    return connection.run(statement, ns="tenant-a", sid=session_id, subject=subject, content=edited, now=now)
+
+
 @pytest.mark.parametrize(("statement", "stamps"), [(EDIT, False), (DELETE, True)], ids=["edit", "deletion"])
 def test_a_checked_write_keeps_the_session_from_being_deleted_until_it_ends(
     make_store: Callable[[], Any], admin: Any, request: pytest.FixtureRequest, statement: str, stamps: bool
@@ -43,14 +50,7 @@ def test_a_checked_write_keeps_the_session_from_being_deleted_until_it_ends(
     other = admin_connection(worker_database(request))
     try:
         admin.run("BEGIN")
-        result = admin.run(
-            statement,
-            ns="tenant-a",
-            sid=session_id,
-            subject="alice",
-            content='{"id":"m1","role":"user","parts":[{"type":"text","text":"edited"}]}',
-            now=datetime(2026, 12, 5, tzinfo=UTC),
-        )
+        result = _call(admin, statement, session_id, "alice")
         assert result[0][0] not in ("subject", "session", "message")  # written
         other.run("SET lock_timeout = '200ms'")
         if not stamps:  # an edit stamps nothing, so another write's activity stamp is not held up
@@ -70,14 +70,7 @@ def test_a_session_of_another_subject_is_answered_subject_and_nothing_is_written
     make_store: Callable[[], Any], admin: Any, statement: str
 ) -> None:
     session_id = _session_of_alice(make_store)
-    result = admin.run(
-        statement,
-        ns="tenant-a",
-        sid=session_id,
-        subject="bob",
-        content='{"id":"m1","role":"user","parts":[{"type":"text","text":"edited"}]}',
-        now=datetime(2026, 12, 5, tzinfo=UTC),
-    )
+    result = _call(admin, statement, session_id, "bob")
     assert result == [["subject"]]
     stored = admin.run("SELECT content FROM threadloom_messages WHERE session_id = :sid", sid=session_id)
     assert len(stored) == 1 and '"hi"' in stored[0][0]
