@@ -30,10 +30,11 @@ def stdio_parameters(database: Path | str, namespace: str, *extra: str) -> Stdio
     return StdioServerParameters(command=THREADLOOM, args=arguments, cwd=str(ROOT))
 
 
-def gateway_transport(tenant: str | None) -> httpx2.MockTransport:
+def gateway_transport(tenant: str | None, scopes: list[str] | None = None) -> httpx2.MockTransport:
     """An HTTP transport that hands each request to the MCP function as API Gateway (payload 2.0) would.
 
-    The JWT authorizer has run: the event carries the tenant's claims (none when ``tenant`` is None).
+    The JWT authorizer has run: the event carries the tenant's claims (none when ``tenant`` is None)
+    and the token's ``scopes``.
     """
     from threadloom_mcp import lambda_handler
 
@@ -42,7 +43,13 @@ def gateway_transport(tenant: str | None) -> httpx2.MockTransport:
         headers = {key: value for key, value in request.headers.items() if key.lower() not in ("host",)}
         query = dict(request.url.params.multi_items()) if request.url.query else None
         event = gateway_event(
-            request.method, request.url.path, raw_body=body or None, tenant=tenant, headers=headers, query=query
+            request.method,
+            request.url.path,
+            raw_body=body or None,
+            tenant=tenant,
+            headers=headers,
+            query=query,
+            scopes=scopes,
         )
         response = await anyio.to_thread.run_sync(lambda_handler, event, FakeLambdaContext())
         return httpx2.Response(
@@ -53,10 +60,13 @@ def gateway_transport(tenant: str | None) -> httpx2.MockTransport:
 
 
 @asynccontextmanager
-async def lambda_client(tenant: str | None, path: str = "/mcp") -> AsyncIterator[Client]:
+async def lambda_client(
+    tenant: str | None, path: str = "/mcp", *, scopes: list[str] | None = None
+) -> AsyncIterator[Client]:
     """The SDK's client over Streamable HTTP against the Lambda handler (no network)."""
+    transport = gateway_transport(tenant, scopes)
     async with (
-        httpx2.AsyncClient(transport=gateway_transport(tenant), base_url="https://api.example.com") as http,
+        httpx2.AsyncClient(transport=transport, base_url="https://api.example.com") as http,
         Client(streamable_http_client(f"https://api.example.com{path}", http_client=http)) as client,
     ):
         yield client

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from threadloom.api.exceptions import ForbiddenError
 from threadloom.api.models import ErasureReceiptOut, ExportLink, ImportOut
 from threadloom.api.observability import logger
+from threadloom.api.tenancy import has_scope, require_scope
 from threadloom.errors import NotFoundError, StorageUnavailableError, ValidationError
 from threadloom.lifecycle import erase_subject as erase
 from threadloom.lifecycle import export_sessions, import_sessions
@@ -33,21 +34,6 @@ if TYPE_CHECKING:
 
 PRESIGNED_URL_SECONDS = 900
 IMPORT_PREFIX = "imports/"
-
-
-def has_scope(scopes: list[str] | None, claims: dict[str, Any] | None, needed: str) -> bool:
-    """Whether the token grants ``needed`` (API Gateway's ``scopes``, or a space-separated ``scope`` claim)."""
-    granted = set(scopes or [])
-    scope_claim = (claims or {}).get("scope")
-    if isinstance(scope_claim, str):
-        granted.update(scope_claim.split())
-    return needed in granted
-
-
-def require_scope(scopes: list[str] | None, claims: dict[str, Any] | None, needed: str) -> None:
-    """403 unless the token grants ``needed``."""
-    if not has_scope(scopes, claims, needed):
-        raise ForbiddenError(f"This operation needs the {needed!r} scope")
 
 
 def export_session(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from threadloom.api.exceptions import UnauthenticatedError
+from threadloom.api.exceptions import ForbiddenError, UnauthenticatedError
 from threadloom.errors import ValidationError
 from threadloom.limits import DEFAULT_LIMITS
 
@@ -17,6 +17,21 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from threadloom.limits import Limits
+
+
+def has_scope(scopes: list[str] | None, claims: Mapping[str, Any] | None, needed: str) -> bool:
+    """Whether the token grants ``needed`` (API Gateway's ``scopes``, or a space-separated ``scope`` claim)."""
+    granted = set(scopes or [])
+    scope_claim = (claims or {}).get("scope")
+    if isinstance(scope_claim, str):
+        granted.update(scope_claim.split())
+    return needed in granted
+
+
+def require_scope(scopes: list[str] | None, claims: Mapping[str, Any] | None, needed: str) -> None:
+    """403 unless the token grants ``needed``."""
+    if not has_scope(scopes, claims, needed):
+        raise ForbiddenError(f"This operation needs the {needed!r} scope")
 
 
 def tenant_from_claims(claims: dict[str, Any] | None, claim: str, limits: Limits = DEFAULT_LIMITS) -> str:
@@ -49,4 +64,4 @@ def resolve_tenant(
     return tenant_from_claims(claims, claim, limits)
 
 
-__all__ = ["resolve_tenant", "tenant_from_claims"]
+__all__ = ["has_scope", "require_scope", "resolve_tenant", "tenant_from_claims"]

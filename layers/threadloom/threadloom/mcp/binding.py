@@ -11,6 +11,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from threadloom.api.exceptions import ForbiddenError
 from threadloom.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -28,6 +29,10 @@ class Binding:
     """The session named when the server started (``--session``, ``/mcp?session=``), used when a call names none."""
     subject_id: str | None = None
     """The caller's data-subject id (the JWT's subject claim over HTTP), recorded on the sessions it creates."""
+    may_name_subjects: bool = True
+    """Whether a created session may name a subject other than the caller's: over HTTP, only a token with the
+    act-for-users scope may when the profile shares blocks by subject (as ``POST /sessions`` checks); stdio
+    runs as the machine's own user."""
     notifies: bool = False
     """Whether the transport keeps a channel open for change notifications (stdio does; stateless HTTP does not)."""
     subscriptions: set[str] = field(default_factory=set)
@@ -42,6 +47,17 @@ class Binding:
                 " (threadloom mcp --session ID, or /mcp?session=ID)"
             )
         return chosen
+
+    def subject_for_new_session(self, subject_id: str | None) -> str | None:
+        """The subject a created session records: the one named, if this caller may name it, else the caller's."""
+        if subject_id is None or subject_id == self.subject_id:
+            return self.subject_id
+        if not self.may_name_subjects:
+            raise ForbiddenError(
+                "subjectId names another user: their sessions share that user's memory, so only a token with the"
+                " act-for-users scope may name one; leave it out to create a session of your own"
+            )
+        return subject_id
 
 
 CURRENT: ContextVar[Binding] = ContextVar("threadloom_mcp_binding")

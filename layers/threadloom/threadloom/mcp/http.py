@@ -22,7 +22,7 @@ from threadloom.api.edge import MAX_BODY_BYTES, check_event, with_security_heade
 from threadloom.api.observability import logger, metrics, tracer
 from threadloom.api.routes.app import refused, within_response_cap
 from threadloom.api.runtime import get_runtime
-from threadloom.api.tenancy import resolve_tenant
+from threadloom.api.tenancy import has_scope, resolve_tenant
 from threadloom.errors import ThreadloomError
 from threadloom.mcp.binding import CURRENT, Binding
 
@@ -66,13 +66,16 @@ def handle(event: dict[str, Any]) -> dict[str, Any]:
     except ThreadloomError as error:
         logger.info("MCP request refused before the protocol", error_type=type(error).__name__)
         return refused(event, error)
-    claims = (((event.get("requestContext") or {}).get("authorizer") or {}).get("jwt") or {}).get("claims") or {}
+    jwt = ((event.get("requestContext") or {}).get("authorizer") or {}).get("jwt") or {}
+    claims = jwt.get("claims") or {}
     subject = claims.get(runtime.settings.subject_claim)
     binding = Binding(
         manager=runtime.manager(tenant),
         limits=limits,
         session_id=session,
         subject_id=subject if isinstance(subject, str) and subject else None,
+        may_name_subjects=not runtime.profile.has_subject_blocks
+        or has_scope(jwt.get("scopes"), claims, runtime.settings.act_for_users_scope),
     )
     status, headers, body = asyncio.run(_serve(binding, _scope(event), _body(event)))
     response = {"statusCode": status, "headers": headers, "body": body.decode("utf-8"), "isBase64Encoded": False}

@@ -97,7 +97,7 @@ def _create_session(binding: Binding, args: CreateSessionIn) -> ToolOutcome:
         parent_session_id=args.parent_session_id,
         model=args.model,
         source=args.source,
-        subject_id=args.subject_id or binding.subject_id,
+        subject_id=binding.subject_for_new_session(args.subject_id),
     )
     return ToolOutcome(_json(created), sessions_changed=True)
 
