@@ -8,10 +8,11 @@ same for every side, would hide the rest), interleaved, ``RUNS`` runs of ``SAMPL
 - the raw baseline's INSERT (``bench/baselines.py``: PK, parent, JSON, ``to_tsvector('english')`` in GIN);
 - ``threadloom_append_message`` as migration 0013 wrote it (installed under another name);
 - ``threadloom_append_message`` as shipped (0017: one UPDATE locks and moves the head);
-- ``threadloom_append_registered_message`` (0026, 0031), what a SessionManager's append (so the HTTP
-  API's) calls, here with the check of the session's subject (a profile with a subject block): it
-  stamps the session's registry row (``updated_at`` and the namespace's next ``activity_seq``, the
-  order sessions are listed in) and then calls the shipped function; the registry holds 200
+- ``threadloom_append_registered_message`` (0026, 0031, 0033), what a SessionManager's append (so the
+  HTTP API's) calls, here with the check of the session's subject (a profile with a subject block): it
+  stamps the session's registry row (``updated_at``, and ``activity_seq``, the order sessions are
+  listed in, unless the session is already first: a HOT update since 0033) and then calls the
+  shipped function; the session appended to is the namespace's latest, and the registry holds 200
   sessions in the namespace and its statistics are fresh (``ANALYZE``), as autovacuum keeps them;
 - the shipped function sent as Threadloom sends it, an unnamed statement parsed and planned on every
   call (a named prepared statement would pin an RDS Proxy session and break under PgBouncer's

@@ -45,6 +45,11 @@ def _children_of(parent: str, *, rows: str = "", session: str = "CAST(:sid AS te
     )
 
 
+def _minute_of(parameter: str) -> str:
+    """The ``updated_minute`` (migration 0033) of a timestamp parameter: a bound its index can use."""
+    return f"date_trunc('minute', CAST({parameter} AS timestamptz) AT TIME ZONE 'UTC')"
+
+
 _NEXT_ACTIVITY = "(SELECT COALESCE(MAX(activity_seq), 0) + 1 FROM threadloom_sessions WHERE namespace = :namespace)"
 _FORK_PATH = (
     "WITH RECURSIVE path(id, parent_id, depth) AS ("
@@ -603,13 +608,16 @@ class PostgresSql(SqlDialect):
     compaction_ids = "SELECT id FROM threadloom_compactions WHERE session_id = :sid"
     block_keys = "SELECT key FROM threadloom_context_blocks WHERE namespace = :namespace AND session_id = :sid"
     # Oldest inactive, unheld sessions first; keyset on (updated_at, id); '' namespace means every namespace.
+    # The index is on updated_minute, the minute of updated_at (0033: the append's stamp then stays HOT):
+    # the minute bounds are implied by the exact ones, and ordering by the minute first is the same order.
     expired_sessions = (
         "SELECT namespace, id, updated_at FROM threadloom_sessions "
         "WHERE NOT legal_hold AND updated_at < CAST(:cutoff AS timestamptz) "
+        f"AND updated_minute <= {_minute_of(':cutoff')} AND updated_minute >= {_minute_of(':after_time')} "
         "AND (CAST(:namespace AS text) = '' OR namespace = :namespace) "
         "AND (updated_at > CAST(:after_time AS timestamptz) "
         "OR (updated_at = CAST(:after_time AS timestamptz) AND id > :after_id)) "
-        "ORDER BY updated_at, id LIMIT :limit"
+        "ORDER BY updated_minute, updated_at, id LIMIT :limit"
     )
     # Re-checked inside the deleting transaction (row locked): a session touched or held meanwhile is kept.
     lock_expired_session = (
@@ -708,8 +716,9 @@ class PostgresSql(SqlDialect):
         "SELECT s.namespace, s.id FROM threadloom_sessions s LEFT JOIN threadloom_reflection_marks m "
         "ON m.namespace = s.namespace AND m.session_id = s.id "
         "WHERE s.updated_at < CAST(:idle_before AS timestamptz) AND s.updated_at >= CAST(:active_after AS timestamptz) "
+        f"AND s.updated_minute <= {_minute_of(':idle_before')} AND s.updated_minute >= {_minute_of(':active_after')} "
         "AND (m.updated_at IS NULL OR m.updated_at < s.updated_at) "
-        "ORDER BY s.updated_at, s.namespace, s.id LIMIT :limit"
+        "ORDER BY s.updated_minute, s.updated_at, s.namespace, s.id LIMIT :limit"
     )
     delete_session_reflections = (
         "DELETE FROM threadloom_reflection_proposals WHERE namespace = :namespace AND session_id = :sid",
