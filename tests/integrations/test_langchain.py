@@ -113,3 +113,18 @@ def test_async_api(backend: Any, unique_key: str) -> None:
     assert chat_turn(history, ScriptedChatModel(), "What do you remember?") == "I remember: nothing yet."
     asyncio.run(history.aclear())
     assert history.messages == []
+
+
+def test_a_history_that_outlives_its_conversation_starts_it_afresh(backend: Any, unique_key: str) -> None:
+    # Given a history object kept for the process's life, whose conversation retention then deletes
+    history = ThreadloomChatMessageHistory(unique_key, backend)
+    history.add_messages([HumanMessage(content="hi"), AIMessage(content="hello")])
+    assert backend.delete(history.threadloom_session_id)
+    # When it is used again, it finds the conversation new, not an error, and writes under the same key
+    assert history.messages == []
+    history.add_messages([HumanMessage(content="again")])
+    assert ThreadloomChatMessageHistory(unique_key, backend).messages == [HumanMessage(content="again")]
+    backend.delete(history.threadloom_session_id)
+    history.clear()
+    history.add_messages([AIMessage(content="after a clear")])
+    assert history.messages == [AIMessage(content="after a clear")]

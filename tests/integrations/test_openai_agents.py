@@ -224,3 +224,24 @@ def test_an_async_client_is_awaited_on_the_sdk_event_loop(
     # And the synchronous client reads the same items
     with ThreadloomClient(integration_server) as sync:
         assert [message_to_item(m) for m in sync.get_history(sync.open_session(unique_key).id)] == stored
+
+
+def test_a_session_that_outlives_its_conversation_starts_it_afresh(backend: Any, unique_key: str) -> None:
+    user = {"role": "user", "content": "hi"}
+
+    async def scenario() -> None:
+        # Given a session object kept for the process's life, whose conversation retention then deletes
+        session = ThreadloomSession(unique_key, backend)
+        await session.add_items([user])
+        assert backend.delete(await session.open())
+        # When it is used again, it finds the conversation new, not an error, and writes under the same key
+        assert await session.get_items() == []
+        await session.add_items([user])
+        assert await ThreadloomSession(unique_key, backend).get_items() == [user]
+        backend.delete(await session.open())
+        assert await session.pop_item() is None
+        backend.delete(await session.open())
+        await session.clear_session()
+        assert await session.get_items() == []
+
+    asyncio.run(scenario())

@@ -148,3 +148,21 @@ def test_agent_state_survives_a_restart(backend: Any, unique_key: str) -> None:
     agent("What do you remember?")
     again = build_agent(ThreadloomSessionRepository(backend), unique_key)
     assert again.state.get("favourite") == {"colour": "teal"} and len(again.messages) == 2
+
+
+def test_a_repository_that_outlives_its_conversation_starts_it_afresh(backend: Any, unique_key: str) -> None:
+    # Given a repository kept for the process's life, whose conversation retention then deletes
+    repository = ThreadloomSessionRepository(backend)
+    agent = build_agent(repository, unique_key)
+    agent.state.set("favourite", {"colour": "teal"})
+    agent("Remember that the launch is on Friday")
+    keys = [f"strands:{unique_key}", f"strands:{unique_key}/{agent.agent_id}"]
+    for key in keys:
+        assert backend.delete(backend.open_session(key).id)  # a keyed session: the id the repository holds
+    # When the same repository serves that conversation again, it finds it new, not an error
+    again = build_agent(repository, unique_key)
+    assert again.messages == [] and again.state.get("favourite") is None
+    assert again("What do you remember?") is not None
+    # and what it writes from then on is stored under the same keys
+    restored = build_agent(ThreadloomSessionRepository(backend), unique_key)
+    assert restored.messages == again.messages and len(restored.messages) == 2

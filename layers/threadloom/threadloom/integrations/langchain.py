@@ -10,7 +10,7 @@ compaction overlays applied: a compacted range comes back as one ``AIMessage`` w
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from threadloom.extras import require_extra
 
@@ -19,6 +19,7 @@ require_extra("the LangChain chat history", "langchain")  # one line naming the 
 from langchain_core.chat_history import BaseChatMessageHistory  # noqa: E402
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, message_to_dict, messages_from_dict  # noqa: E402
 
+from threadloom.errors import NotFoundError  # noqa: E402
 from threadloom.integrations.messages import (  # noqa: E402
     marker_part,
     plain_text,
@@ -30,7 +31,7 @@ from threadloom.integrations.messages import (  # noqa: E402
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from langchain_core.messages import BaseMessage
 
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from threadloom.records import Message
 
 SOURCE: Final = "langchain"
+_Answer = TypeVar("_Answer")
 ROLES: Final = {"human": "user", "ai": "assistant", "system": "system", "tool": "assistant", "function": "assistant"}
 
 
@@ -94,17 +96,30 @@ class ThreadloomChatMessageHistory(BaseChatMessageHistory):
             self._threadloom_id = self.manager.open_session(self.session_id, name=self._name, source=SOURCE).id
         return self._threadloom_id
 
+    def _on(self, action: Callable[[str], _Answer]) -> _Answer:
+        """``action`` on the Threadloom session, opened again once if it was deleted since it was opened.
+
+        A history object may live as long as its process, and retention (or an operator) may delete an
+        idle conversation meanwhile. A keyed session keeps its id, so the conversation starts afresh.
+        """
+        try:
+            return action(self.threadloom_session_id)
+        except NotFoundError:
+            self._threadloom_id = None
+            return action(self.threadloom_session_id)
+
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
-        return [from_threadloom(message) for message in self.manager.get_history(self.threadloom_session_id)]
+        return [from_threadloom(message) for message in self._on(self.manager.get_history)]
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Appended as one chain: all of them are stored, or none."""
         if messages:
-            self.manager.append_all(self.threadloom_session_id, [to_threadloom(message) for message in messages])
+            converted = [to_threadloom(message) for message in messages]
+            self._on(lambda session_id: self.manager.append_all(session_id, converted))
 
     def clear(self) -> None:
-        self.manager.clear_messages(self.threadloom_session_id)
+        self._on(self.manager.clear_messages)
 
 
 __all__ = ["SOURCE", "ThreadloomChatMessageHistory", "from_threadloom", "to_threadloom"]

@@ -13,7 +13,7 @@ summary instead of the originals (which stay stored).
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, TypeVar, cast
 
 from threadloom.extras import require_extra
 
@@ -21,6 +21,7 @@ require_extra("the OpenAI Agents SDK session", "openai-agents")  # one line nami
 
 from agents.memory.session_settings import SessionSettings, resolve_session_limit  # noqa: E402
 
+from threadloom.errors import NotFoundError  # noqa: E402
 from threadloom.integrations.backend import as_async, is_async  # noqa: E402
 from threadloom.integrations.messages import (  # noqa: E402
     marker_part,
@@ -34,12 +35,15 @@ from threadloom.integrations.messages import (  # noqa: E402
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from agents.items import TResponseInputItem
 
     from threadloom.integrations.backend import AsyncThreadloomBackend, ThreadloomBackend
     from threadloom.records import Message
 
 SOURCE: Final = "openai-agents"
+_Answer = TypeVar("_Answer")
 
 
 def _content_parts(content: Any) -> list[dict[str, Any]]:
@@ -129,10 +133,22 @@ class ThreadloomSession:
             self._threadloom_id = info.id
         return self._threadloom_id
 
+    async def _on(self, action: Callable[[str], Awaitable[_Answer]]) -> _Answer:
+        """``action`` on the Threadloom session, opened again once if it was deleted since it was opened.
+
+        A session object may live as long as its process, and retention (or an operator) may delete an
+        idle conversation meanwhile. A keyed session keeps its id, so the conversation starts afresh.
+        """
+        try:
+            return await action(await self.open())
+        except NotFoundError:
+            self._threadloom_id = None
+            return await action(await self.open())
+
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The latest ``limit`` items (all when None), oldest first."""
         limit = resolve_session_limit(limit, self.session_settings)
-        history = await self._backend.get_history(await self.open())
+        history = await self._on(self._backend.get_history)
         if limit is not None:
             history = history[-limit:] if limit > 0 else []
         return [message_to_item(message) for message in history]
@@ -140,19 +156,23 @@ class ThreadloomSession:
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Appended as one chain: all of a turn's items are stored, or none."""
         if items:
-            await self._backend.append_all(await self.open(), [item_to_message(item) for item in items])
+            converted = [item_to_message(item) for item in items]
+            await self._on(lambda session_id: self._backend.append_all(session_id, converted))
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the newest item (the latest leaf)."""
-        session_id = await self.open()
-        leaf = await self._backend.get_session(session_id).get_latest_leaf()
-        if leaf is None:
-            return None
-        await self._backend.delete_messages(session_id, [str(leaf["id"])])
-        return message_to_item(leaf)
+
+        async def pop(session_id: str) -> Message | None:
+            leaf = await self._backend.get_session(session_id).get_latest_leaf()
+            if leaf is not None:
+                await self._backend.delete_messages(session_id, [str(leaf["id"])])
+            return leaf
+
+        leaf = await self._on(pop)
+        return message_to_item(leaf) if leaf is not None else None
 
     async def clear_session(self) -> None:
-        await self._backend.clear_messages(await self.open())
+        await self._on(self._backend.clear_messages)
 
 
 __all__ = ["SOURCE", "ThreadloomSession", "item_to_message", "message_to_item"]

@@ -13,7 +13,7 @@ assistant text message carrying the summary.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 from threadloom.extras import require_extra
 
@@ -24,6 +24,7 @@ from strands.types.exceptions import SessionException  # noqa: E402
 from strands.types.session import Session, SessionAgent, SessionMessage, encode_bytes_values  # noqa: E402
 
 from threadloom.compaction.markers import COMPACTION_PREFIX  # noqa: E402
+from threadloom.errors import NotFoundError  # noqa: E402
 from threadloom.integrations.messages import (  # noqa: E402
     marker_part,
     plain_text,
@@ -36,12 +37,15 @@ from threadloom.integrations.messages import (  # noqa: E402
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from strands.multiagent import MultiAgentBase
 
     from threadloom.integrations.backend import ThreadloomBackend
     from threadloom.records import Message
 
 SOURCE: Final = "strands"
+_Answer = TypeVar("_Answer")
 SESSION_RECORD: Final = "session"
 
 
@@ -89,19 +93,32 @@ class ThreadloomSessionRepository(SessionRepository):
             cached = self._ids[key] = self.manager.open_session(self.key_prefix + key, source=SOURCE).id
         return cached
 
-    def _records(self, session_id: str) -> str:
-        return self._session_id(session_id)
+    def _on(self, key: str, action: Callable[[str], _Answer]) -> _Answer:
+        """``action`` on the session of ``key``, opened again once if it was deleted since it was opened.
 
-    def _conversation(self, session_id: str, agent_id: str) -> str:
-        return self._session_id(f"{session_id}/{agent_id}")
+        A repository lives as long as its process, and retention (or an operator) may delete an idle
+        conversation meanwhile. A keyed session keeps its id, so opening the key again gives the
+        same id back, and the framework finds the conversation empty, as if it were new.
+        """
+        try:
+            return action(self._session_id(key))
+        except NotFoundError:
+            self._ids.pop(key, None)
+            return action(self._session_id(key))
+
+    def _on_records(self, session_id: str, action: Callable[[str], _Answer]) -> _Answer:
+        return self._on(session_id, action)
+
+    def _on_conversation(self, session_id: str, agent_id: str, action: Callable[[str], _Answer]) -> _Answer:
+        return self._on(f"{session_id}/{agent_id}", action)
 
     def _read_record(self, session_id: str, record_id: str) -> dict[str, Any] | None:
-        message = self.manager.get_session(self._records(session_id)).get_message(record_id)
+        message = self._on_records(session_id, lambda records: self.manager.get_session(records).get_message(record_id))
         record = stored_record(message, SOURCE) if message is not None else None
         return record if isinstance(record, dict) else None
 
     def _write_record(self, session_id: str, record_id: str, record: dict[str, Any]) -> None:
-        self.manager.upsert(self._records(session_id), record_message(record_id, record))
+        self._on_records(session_id, lambda records: self.manager.upsert(records, record_message(record_id, record)))
 
     # ----------------------------------------------------------------- session
 
@@ -134,10 +151,15 @@ class ThreadloomSessionRepository(SessionRepository):
     # ---------------------------------------------------------------- messages
 
     def create_message(self, session_id: str, agent_id: str, session_message: SessionMessage, **kwargs: Any) -> None:
-        self.manager.append_all(self._conversation(session_id, agent_id), [self._to_message(session_message)])
+        message = self._to_message(session_message)
+        self._on_conversation(session_id, agent_id, lambda sid: self.manager.append_all(sid, [message]))
 
     def read_message(self, session_id: str, agent_id: str, message_id: int, **kwargs: Any) -> SessionMessage | None:
-        stored = self.manager.get_session(self._conversation(session_id, agent_id)).get_message(str(message_id))
+        stored = self._on_conversation(
+            session_id,
+            agent_id,
+            lambda sid: self.manager.get_session(sid).get_message(str(message_id)),
+        )
         record = stored_record(stored, SOURCE) if stored is not None else None
         return SessionMessage.from_dict(record) if isinstance(record, dict) else None
 
@@ -147,19 +169,23 @@ class ThreadloomSessionRepository(SessionRepository):
         if previous is None:
             raise SessionException(f"Message {session_message.message_id} does not exist")
         session_message.created_at = previous.created_at
-        self.manager.upsert(self._conversation(session_id, agent_id), self._to_message(session_message))
+        message = self._to_message(session_message)
+        self._on_conversation(session_id, agent_id, lambda sid: self.manager.upsert(sid, message))
 
     def list_messages(
         self, session_id: str, agent_id: str, limit: int | None = None, offset: int = 0, **kwargs: Any
     ) -> list[SessionMessage]:
-        conversation = self._conversation(session_id, agent_id)
-        history = self.manager.get_history(conversation)
-        window = history[offset : offset + limit] if limit is not None else history[offset:]
-        if any(str(message.get("id", "")).startswith(COMPACTION_PREFIX) for message in window):
-            ends = {f"{COMPACTION_PREFIX}{c.id}": c.to_message_id for c in self.manager.get_compactions(conversation)}
-        else:
-            ends = {}
-        return [self._from_message(message, ends) for message in window]
+        def read(conversation: str) -> list[SessionMessage]:
+            history = self.manager.get_history(conversation)
+            window = history[offset : offset + limit] if limit is not None else history[offset:]
+            if any(str(message.get("id", "")).startswith(COMPACTION_PREFIX) for message in window):
+                compactions = self.manager.get_compactions(conversation)
+                ends = {f"{COMPACTION_PREFIX}{c.id}": c.to_message_id for c in compactions}
+            else:
+                ends = {}
+            return [self._from_message(message, ends) for message in window]
+
+        return self._on_conversation(session_id, agent_id, read)
 
     @staticmethod
     def _to_message(session_message: SessionMessage) -> Message:
