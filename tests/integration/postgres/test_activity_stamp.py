@@ -30,15 +30,21 @@ APPEND = (
 
 
 def _append_in_a_transaction(admin: Any, session_id: str, message_id: str) -> tuple[int, int]:
-    """Append as a manager does, and answer the registry's (updates, HOT updates) of that transaction."""
+    """Append as a manager does, and answer the registry's (updates, HOT updates) of that call."""
     content = f'{{"id":"{message_id}","role":"user","parts":[{{"type":"text","text":"word"}}]}}'
+    now = datetime.now(UTC)
+    return _counted(admin, APPEND, ns=NAMESPACE, sid=session_id, id=message_id, content=content, now=now)
+
+
+def _counted(admin: Any, statement: str, **params: Any) -> tuple[int, int]:
+    """Run ``statement`` in a transaction, and answer the registry's (updates, HOT updates) it made."""
     # The view also shows counts of earlier transactions the backend has not reported yet, but none is
     # reported inside a transaction: the difference across the call is the call's own.
     counts = "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_xact_user_tables WHERE relname = 'threadloom_sessions'"
     admin.run("START TRANSACTION")
     try:
         before = admin.run(counts)[0]
-        admin.run(APPEND, ns=NAMESPACE, sid=session_id, id=message_id, content=content, now=datetime.now(UTC))
+        admin.run(statement, **params)
         after = admin.run(counts)[0]
         admin.run("COMMIT")
     except BaseException:
@@ -53,6 +59,21 @@ def _activity(admin: Any, session_id: str) -> int:
 
 def _listed(manager: SessionManager) -> list[str]:
     return [info.id for info in manager.list()]
+
+
+def _usage(admin: Any, session_id: str) -> tuple[int, int]:
+    return _counted(
+        admin,
+        PostgresSql.add_usage,
+        namespace=NAMESPACE,
+        id=session_id,
+        input_tokens=10,
+        output_tokens=5,
+        cost=0.01,
+        now=datetime.now(UTC),
+        max_tokens=10**12,
+        max_cost=10.0**9,
+    )
 
 
 def test_appending_to_the_latest_session_stamps_it_without_touching_an_index(
@@ -71,6 +92,26 @@ def test_appending_to_the_latest_session_stamps_it_without_touching_an_index(
     # When another session takes an append, it moves first with the namespace's next value
     _append_in_a_transaction(admin, older, "o1")
     assert _activity(admin, older) == seq + 1 and _listed(manager) == [older, latest]
+
+
+def test_usage_renames_and_ends_of_the_latest_session_stay_hot_too(make_store: Callable[[], Any], admin: Any) -> None:
+    manager = SessionManager(make_store(), namespace=NAMESPACE)
+    older, latest = manager.create("older").id, manager.create("latest").id
+    seq = _activity(admin, latest)
+    # Recording a turn's usage on the session listed first: HOT, in place, its totals added
+    assert _usage(admin, latest) == (1, 1) and _usage(admin, latest) == (1, 1)
+    info = manager.get(latest)
+    assert info is not None and (info.input_tokens, info.output_tokens) == (20, 10) and _activity(admin, latest) == seq
+    rename = PostgresSql.rename_session
+    assert _counted(admin, rename, namespace=NAMESPACE, id=latest, name="renamed", now=datetime.now(UTC)) == (1, 1)
+    # On a session listed second, it moves first, as before
+    assert _usage(admin, older) == (1, 0)
+    assert _activity(admin, older) == seq + 1 and _listed(manager) == [older, latest]
+    manager.rename(latest, "again")
+    assert _listed(manager) == [latest, older]
+    end = PostgresSql.end_session
+    assert _counted(admin, end, namespace=NAMESPACE, id=latest, reason="done", now=datetime.now(UTC)) == (1, 1)
+    assert _listed(manager) == [latest, older]
 
 
 def test_the_list_follows_the_latest_append_in_any_order_and_through_ties(

@@ -51,6 +51,13 @@ def _minute_of(parameter: str) -> str:
 
 
 _NEXT_ACTIVITY = "(SELECT COALESCE(MAX(activity_seq), 0) + 1 FROM threadloom_sessions WHERE namespace = :namespace)"
+# An update's activity (0033, as the registered appends): kept when the session is already listed first,
+# so the update changes no indexed value and stays HOT; else the first one's + 1, the namespace's next.
+_MOVED_ACTIVITY = (
+    "COALESCE((SELECT f.activity_seq + 1 FROM (SELECT a.activity_seq, a.id FROM threadloom_sessions a "
+    "WHERE a.namespace = :namespace ORDER BY a.activity_seq DESC, a.id DESC LIMIT 1) f "
+    "WHERE f.id <> threadloom_sessions.id), activity_seq)"
+)
 _FORK_PATH = (
     "WITH RECURSIVE path(id, parent_id, depth) AS ("
     " SELECT id, parent_id, depth FROM threadloom_messages WHERE session_id = :sid AND id = :leaf"
@@ -542,24 +549,24 @@ class PostgresSql(SqlDialect):
     )
     rename_session = (
         "UPDATE threadloom_sessions SET name = :name, updated_at = :now, "
-        f"activity_seq = {_NEXT_ACTIVITY} WHERE namespace = :namespace AND id = :id RETURNING {_SESSION_COLUMNS}"
+        f"activity_seq = {_MOVED_ACTIVITY} WHERE namespace = :namespace AND id = :id RETURNING {_SESSION_COLUMNS}"
     )
     touch_session = (
-        f"UPDATE threadloom_sessions SET updated_at = :now, activity_seq = {_NEXT_ACTIVITY} "
+        f"UPDATE threadloom_sessions SET updated_at = :now, activity_seq = {_MOVED_ACTIVITY} "
         "WHERE namespace = :namespace AND id = :id RETURNING subject_id"
     )
     # The new totals are bounded in the statement itself, so no sum can overflow or reach infinity.
     add_usage = (
         "UPDATE threadloom_sessions SET input_tokens = input_tokens + :input_tokens, "
         "output_tokens = output_tokens + :output_tokens, estimated_cost = estimated_cost + :cost, updated_at = :now, "
-        f"activity_seq = {_NEXT_ACTIVITY} "
+        f"activity_seq = {_MOVED_ACTIVITY} "
         "WHERE namespace = :namespace AND id = :id AND input_tokens + :input_tokens <= :max_tokens "
         "AND output_tokens + :output_tokens <= :max_tokens AND estimated_cost + :cost <= :max_cost "
         f"RETURNING {_SESSION_COLUMNS}"
     )
     end_session = (
         "UPDATE threadloom_sessions SET end_reason = :reason, updated_at = :now, "
-        f"activity_seq = {_NEXT_ACTIVITY} "
+        f"activity_seq = {_MOVED_ACTIVITY} "
         "WHERE namespace = :namespace AND id = :id RETURNING id"
     )
     delete_session = "DELETE FROM threadloom_sessions WHERE namespace = :namespace AND id = :id"
