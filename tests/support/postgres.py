@@ -235,3 +235,15 @@ def postgres_store_factory(
     yield factory
     for store in opened:
         store.close()
+
+
+def plan(admin: Any, sql: str, **params: Any) -> str:
+    """``EXPLAIN`` of ``sql`` with sequential scans off: the tables of a test are tiny, so the planner
+    would happily scan them, and the plan then shows which index a query is able to use."""
+    admin.run("START TRANSACTION")
+    try:
+        admin.run("SET LOCAL enable_seqscan = off")  # test connection only, never sent by Threadloom
+        rows = admin.run("EXPLAIN " + sql, **params)
+    finally:
+        admin.run("ROLLBACK")
+    return "\n".join(row[0] for row in rows)

@@ -19,6 +19,7 @@ from threadloom.core.manager import SessionManager
 from threadloom.storage.postgres.sql import PostgresSql
 
 from tests.support.messages import text_message
+from tests.support.postgres import plan
 
 pytestmark = pytest.mark.postgres
 
@@ -183,22 +184,12 @@ def test_retention_and_the_idle_sweep_answer_by_the_exact_time_at_a_minute_bound
     assert idle == [(namespace, session_id) for _, namespace, session_id in window]
 
 
-def _plan(admin: Any, sql: str, **params: Any) -> str:
-    admin.run("START TRANSACTION")
-    try:
-        admin.run("SET LOCAL enable_seqscan = off")  # test connection only, never sent by Threadloom
-        rows = admin.run("EXPLAIN " + sql, **params)
-    finally:
-        admin.run("ROLLBACK")
-    return "\n".join(row[0] for row in rows)
-
-
 def test_both_sweeps_read_the_minute_index_and_no_other(make_store: Callable[[], Any], admin: Any) -> None:
     manager = SessionManager(make_store(), namespace=NAMESPACE)
     for index in range(5):
         manager.create(f"chat {index}")
     now = datetime.now(UTC)
-    retention = _plan(
+    retention = plan(
         admin,
         PostgresSql.expired_sessions,
         cutoff=now,
@@ -208,7 +199,7 @@ def test_both_sweeps_read_the_minute_index_and_no_other(make_store: Callable[[],
         limit=10,
     )
     assert "threadloom_sessions_by_update_minute" in retention, retention
-    idle = _plan(
+    idle = plan(
         admin, PostgresSql.idle_unreflected_sessions, idle_before=now, active_after=now - timedelta(days=1), limit=10
     )
     assert "threadloom_sessions_by_update_minute" in idle, idle

@@ -15,18 +15,9 @@ from threadloom import Session, SessionManager
 from threadloom.storage.postgres.sql import PostgresSql
 
 from tests.support.messages import text_message
+from tests.support.postgres import plan
 
 pytestmark = pytest.mark.postgres
-
-
-def plan(admin: Any, sql: str, **params: Any) -> str:
-    admin.run("START TRANSACTION")
-    try:
-        admin.run("SET LOCAL enable_seqscan = off")  # test connection only, never sent by Threadloom
-        rows = admin.run("EXPLAIN " + sql, **params)
-    finally:
-        admin.run("ROLLBACK")
-    return "\n".join(row[0] for row in rows)
 
 
 @pytest.fixture
