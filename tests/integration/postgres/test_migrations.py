@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from threadloom import PostgresStore, Session
 from threadloom.cli import main
-from threadloom.storage.postgres.schema import postgres_migrations, render_plain_sql
+from threadloom.core.manager import SessionManager
+from threadloom.storage.postgres.schema import apply_postgres_migrations, postgres_migrations, render_plain_sql
 
 from tests.support.messages import text_message
 from tests.support.postgres import admin_connection, connect_kwargs, create_database, drop_database, url_for
@@ -190,3 +192,38 @@ def test_cli_explains_the_tls_default_when_the_handshake_fails(capsys: pytest.Ca
     assert main(["migrate", "--database-url", url]) == 6
     err = capsys.readouterr().err
     assert "TLS defaults to `verify`" in err and "sslmode=require" in err and "sslrootcert" in err
+
+
+def test_an_upgrade_to_0033_gives_every_stored_session_its_minute_and_the_sweeps_find_them(
+    fresh_database: str,
+) -> None:
+    # Given a database at version 32 holding sessions, half of them long idle
+    store = PostgresStore(url_for(fresh_database))
+    admin = admin_connection(fresh_database)
+    try:
+        apply_postgres_migrations(store.database, [m for m in postgres_migrations() if m.version < 33])
+        ids = [f"session-{index}" for index in range(6)]
+        recent, long_ago = datetime.now(UTC), datetime(2026, 1, 1, 12, 34, 56, tzinfo=UTC)
+        for index, session_id in enumerate(ids):
+            admin.run(
+                "INSERT INTO threadloom_sessions (id, namespace, name, created_at, updated_at, activity_seq) "
+                "VALUES (:id, 'tenant', :id, :at, :at, :seq)",
+                id=session_id,
+                at=long_ago + timedelta(seconds=index) if index < 3 else recent,
+                seq=index + 1,
+            )
+        # When it migrates to the latest version
+        assert 33 in store.migrate()
+        # Then each row's minute is its updated_at's, retention finds exactly the idle ones, oldest first,
+        # and the list's order is as it was
+        rows = admin.run(
+            "SELECT count(*) FILTER (WHERE updated_minute = date_trunc('minute', updated_at AT TIME ZONE 'UTC')), "
+            "count(*) FROM threadloom_sessions"
+        )
+        assert rows[0][0] == rows[0][1] == 6
+        expired = store.lifecycle().expired_sessions("2026-06-01T00:00:00.000Z", limit=10)
+        assert [item.id for item in expired] == ids[:3]
+        assert [info.id for info in SessionManager(store, namespace="tenant").list()] == list(reversed(ids))
+    finally:
+        admin.close()
+        store.close()
