@@ -529,3 +529,22 @@ def test_a_refresh_checks_the_subject_with_its_read(make_store: Callable[[], Any
     assert "Name: Alice" not in system_prompt(warm, session_id, refresh=True).system_prompt  # the retry
     with pytest.raises(SessionNotFoundError):
         system_prompt(_manager(make_store(), "tenant-b"), session_id, refresh=True)
+
+
+def test_a_live_subscription_to_a_session_opened_again_for_another_subject_gets_the_new_sessions_status(
+    make_store: Callable[[], Any],
+) -> None:
+    """A warm process that knew the session for Alice is told by the check that it changed: the subscription
+    reads it once more and answers Dave's status, not an exception that drops the viewer's connection."""
+    from threadloom.live import subscribe_reply
+
+    warm, elsewhere = _manager(make_store(), "tenant-a"), _manager(make_store(), "tenant-a")
+    session_id = warm.open_session("user-5", subject_id="alice").id
+    warm.get_session(session_id).append_context_block("memory", "Name: Alice. " * 40)
+    warm.get_session(session_id).freeze_system_prompt()
+    elsewhere.delete(session_id)
+    assert elsewhere.open_session("user-5", subject_id="dave").id == session_id
+    reply = subscribe_reply(warm, session_id)
+    assert reply["type"] == "subscribed", reply
+    fresh = _manager(make_store(), "tenant-a")
+    assert reply == subscribe_reply(fresh, session_id)  # what a process that never knew Alice answers

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
-from threadloom.errors import NotFoundError
+from threadloom.errors import NotFoundError, SessionChangedError
 from threadloom.live.events import SessionStatus, error, subscribed
 
 if TYPE_CHECKING:
@@ -50,10 +50,17 @@ def latest_request(manager: SessionManager, session_id: str) -> TrackedCompactio
 
 
 def subscribe_reply(manager: SessionManager, session_id: str) -> SubscribedEvent | ErrorEvent:
-    """``subscribed`` with the current status, or ``error`` for an unknown (or another tenant's) session."""
+    """``subscribed`` with the current status, or ``error`` for an unknown (or another tenant's) session.
+
+    A session this process knew for another subject (deleted and opened again elsewhere) is read once
+    more: the check that told it so dropped what the process held, so the second read is the new session's.
+    """
     try:
-        return subscribed(session_id, current_status(manager, session_id))
-    except NotFoundError as exc:
+        try:
+            return subscribed(session_id, current_status(manager, session_id))
+        except SessionChangedError:
+            return subscribed(session_id, current_status(manager, session_id))
+    except (NotFoundError, SessionChangedError) as exc:
         return error(str(exc))
 
 
