@@ -69,11 +69,13 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     routes = get_routes()
     metrics.add_metric(name="WebSocketRouteCalls", unit=MetricUnit.Count, value=1)
     if route == "$connect":
-        tenant = (event["requestContext"].get("authorizer") or {}).get("tenant")
+        authorizer = event["requestContext"].get("authorizer") or {}
+        tenant = authorizer.get("tenant")
         if not tenant:  # only reachable if the route were deployed without its authorizer
             logger.error("$connect without an authorizer tenant; refusing the connection")
             return {"statusCode": 403}
-        routes.connect(connection_id, tenant)
+        expires = authorizer.get("tokenExpiresAt")  # API Gateway may pass a context number as a string
+        routes.connect(connection_id, tenant, token_expires_at=int(expires) if expires is not None else None)
         return connected(event)
     if route == "$disconnect":
         routes.disconnect(connection_id)

@@ -57,7 +57,10 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         denied.deny_all_routes()
         return denied.asdict()
     allowed = APIGatewayAuthorizerResponseWebSocket.from_route_arn(
-        method_arn, principal_id=str(claims.get("sub") or tenant), context={"tenant": tenant}
+        method_arn,
+        principal_id=str(claims.get("sub") or tenant),
+        # The connection may act no longer than its token: $connect records when it expires.
+        context={"tenant": tenant, "tokenExpiresAt": int(claims["exp"])},
     )
     allowed.allow_all_routes()
     metrics.add_metric(name="WebSocketConnectionsAllowed", unit=MetricUnit.Count, value=1)

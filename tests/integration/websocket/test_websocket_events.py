@@ -6,6 +6,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import boto3
+import jwt
 import pytest
 from moto import mock_aws
 from threadloom.api.runtime import set_runtime
@@ -72,6 +73,23 @@ def test_route_event_gives_expected_response(name: str, connections: Connections
 def test_connect_records_the_authorizers_tenant(connections: ConnectionsTable) -> None:
     invoke_routes(load_event("connect"))
     assert connections.tenant_of(CONNECTION) == TENANT
+
+
+def test_a_connection_acts_no_longer_than_the_token_it_opened_with(
+    connections: ConnectionsTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a connection opened with a token that expires in a minute, subscribed to the session
+    connect = load_event("connect")
+    expires = int(time.time()) + 60
+    connect["requestContext"]["authorizer"]["tokenExpiresAt"] = str(expires)  # as API Gateway passes it
+    invoke_routes(connect)
+    assert invoke_routes(load_event("subscribe"))["body"]["type"] == "subscribed"
+    assert connections.subscribers(TENANT, SESSION) == [CONNECTION]
+    # When the token has expired, the connection is told it is not open and its subscription is sent nothing
+    later = time.time() + 61
+    monkeypatch.setattr(time, "time", lambda: later)
+    assert invoke_routes(load_event("subscribe"))["body"]["type"] == "error"
+    assert connections.subscribers(TENANT, SESSION) == []
 
 
 def test_connect_without_authorizer_context_is_refused(connections: ConnectionsTable) -> None:
@@ -172,6 +190,10 @@ def tokens(issuer: LocalIssuer) -> Iterator[dict[str, str]]:
 @pytest.mark.parametrize("name", AUTHORIZER_EVENTS)
 def test_authorizer_event_gives_expected_policy(name: str, tokens: dict[str, str]) -> None:
     policy = invoke_authorizer(with_tokens(load_event(name), tokens))
+    context = policy.get("context") or {}
+    if "tokenExpiresAt" in context:  # the valid token's own expiry, which changes with every run
+        assert context["tokenExpiresAt"] == jwt.decode(tokens["valid"], options={"verify_signature": False})["exp"]
+        context["tokenExpiresAt"] = "<the token's exp>"
     assert policy == load_expected(name)
 
 

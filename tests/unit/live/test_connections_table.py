@@ -142,3 +142,27 @@ def test_a_missing_table_is_storage_unavailable(dynamodb: DynamoDBClient) -> Non
         missing.subscribers("tenant-a", "s1")
     with pytest.raises(StorageUnavailableError, match="no-such-table"):
         missing.subscribe("c1", tenant="tenant-a", session_id="s1")
+
+
+def test_a_connection_lasts_no_longer_than_its_token_and_neither_do_its_subscriptions(
+    connections: ConnectionsTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    now = time.time()
+    # Given a connection whose token expires in a minute, subscribed to a session
+    connections.open("c1", tenant="tenant-a", token_expires_at=int(now) + 60)
+    connections.subscribe("c1", tenant="tenant-a", session_id="s1", expires_at=int(now) + 60)
+    assert connections.open_connection("c1") == ("tenant-a", int(now) + 60)
+    assert connections.subscribers("tenant-a", "s1") == ["c1"]
+    # When the token has expired
+    monkeypatch.setattr(time, "time", lambda: now + 61)
+    # Then the connection is not open, its subscription gets nothing, and it cannot subscribe again
+    assert connections.tenant_of("c1") is None and connections.open_connection("c1") is None
+    assert connections.subscribers("tenant-a", "s1") == []
+    with pytest.raises(NotFoundError):
+        connections.subscribe("c1", tenant="tenant-a", session_id="s2")
+    # A token that outlives the connection's own limit does not lengthen it
+    connections.open("c2", tenant="tenant-a", token_expires_at=int(now) + 10**9)
+    opened = connections.open_connection("c2")
+    assert opened is not None and opened[1] <= int(now) + 61 + 2 * 3600 + 300

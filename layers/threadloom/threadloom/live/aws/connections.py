@@ -124,22 +124,35 @@ class ConnectionsTable:
 
     # ------------------------------------------------------------ connections
 
-    def open(self, connection_id: str, *, tenant: str) -> None:
-        """Record a connection the authorizer let in, with the tenant its token named."""
+    def open(self, connection_id: str, *, tenant: str, token_expires_at: int | None = None) -> None:
+        """Record a connection the authorizer let in, with the tenant its token named.
+
+        It lasts until the token expires (``token_expires_at``, epoch seconds) if that comes before the
+        connection's own limit: after it the connection is not open here, so it can subscribe to nothing,
+        and its subscriptions, which last no longer than it, are not sent anything.
+        """
         if not tenant:
             raise ValidationError("A connection needs a tenant")
+        expires_at = int(self._expires_at())
+        if token_expires_at is not None:
+            expires_at = min(expires_at, int(token_expires_at))
         item = {
             "pk": {"S": connection_key(connection_id)},
             "sk": {"S": _CONNECTION_SK},
             "connection_id": {"S": connection_id},
             "tenant": {"S": tenant},
             "connected_at": {"N": str(int(time.time()))},
-            "expires_at": {"N": self._expires_at()},
+            "expires_at": {"N": str(expires_at)},
         }
         self._call("record the connection", lambda: self._dynamodb.put_item(TableName=self._table, Item=item))
 
     def tenant_of(self, connection_id: str) -> str | None:
         """The tenant of an open connection, or None when it is unknown or expired."""
+        opened = self.open_connection(connection_id)
+        return opened[0] if opened is not None else None
+
+    def open_connection(self, connection_id: str) -> tuple[str, int] | None:
+        """``(tenant, expires_at)`` of an open connection, or None when it is unknown or expired."""
         response = self._call(
             "read the connection",
             lambda: self._dynamodb.get_item(
@@ -149,9 +162,11 @@ class ConnectionsTable:
             ),
         )
         item = response.get("Item")
-        if not item or _expired(item.get("expires_at", {}).get("N")):
+        expires_at = item.get("expires_at", {}).get("N") if item else None
+        tenant = item.get("tenant", {}).get("S") if item else None
+        if not tenant or expires_at is None or _expired(expires_at):
             return None
-        return item.get("tenant", {}).get("S")
+        return tenant, int(expires_at)
 
     def close(self, connection_id: str) -> int:
         """Forget a connection and every subscription it holds ($disconnect, or 410 Gone); returns items removed."""
@@ -167,11 +182,16 @@ class ConnectionsTable:
 
     # ---------------------------------------------------------- subscriptions
 
-    def subscribe(self, connection_id: str, *, tenant: str, session_id: str) -> None:
-        """Subscribe an open connection of ``tenant`` to one of its sessions (``NotFoundError`` if not open)."""
+    def subscribe(self, connection_id: str, *, tenant: str, session_id: str, expires_at: int | None = None) -> None:
+        """Subscribe an open connection of ``tenant`` to one of its sessions (``NotFoundError`` if not open).
+
+        The subscription lasts no longer than the connection: pass its ``expires_at`` (``open_connection``).
+        """
         session_partition = session_key(tenant, session_id)
         own_partition = connection_key(connection_id)
-        expires_at = self._expires_at()
+        now = int(time.time())
+        lasts = int(self._expires_at()) if expires_at is None else min(int(self._expires_at()), int(expires_at))
+        expires_at_text = str(lasts)
         try:
             self._dynamodb.transact_write_items(
                 TransactItems=[
@@ -179,9 +199,9 @@ class ConnectionsTable:
                         "ConditionCheck": {
                             "TableName": self._table,
                             "Key": {"pk": {"S": own_partition}, "sk": {"S": _CONNECTION_SK}},
-                            "ConditionExpression": "#tenant = :tenant",
+                            "ConditionExpression": "#tenant = :tenant AND expires_at > :now",
                             "ExpressionAttributeNames": {"#tenant": "tenant"},
-                            "ExpressionAttributeValues": {":tenant": {"S": tenant}},
+                            "ExpressionAttributeValues": {":tenant": {"S": tenant}, ":now": {"N": str(now)}},
                         }
                     },
                     {
@@ -191,7 +211,7 @@ class ConnectionsTable:
                                 "pk": {"S": session_partition},
                                 "sk": {"S": own_partition},
                                 "connection_id": {"S": connection_id},
-                                "expires_at": {"N": expires_at},
+                                "expires_at": {"N": expires_at_text},
                             },
                         }
                     },
@@ -202,7 +222,7 @@ class ConnectionsTable:
                                 "pk": {"S": own_partition},
                                 "sk": {"S": session_partition},
                                 "session_id": {"S": session_id},
-                                "expires_at": {"N": expires_at},
+                                "expires_at": {"N": expires_at_text},
                             },
                         }
                     },

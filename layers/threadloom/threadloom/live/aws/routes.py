@@ -52,9 +52,9 @@ class WebSocketRoutes:
         self._manager_for = manager_for
         self._max_subscriptions = max_subscriptions
 
-    def connect(self, connection_id: str, tenant: str) -> None:
-        """Remember the connection and the tenant its verified token named."""
-        self._connections.open(connection_id, tenant=tenant)
+    def connect(self, connection_id: str, tenant: str, *, token_expires_at: int | None = None) -> None:
+        """Remember the connection and the tenant its verified token named, until that token expires."""
+        self._connections.open(connection_id, tenant=tenant, token_expires_at=token_expires_at)
 
     def disconnect(self, connection_id: str) -> None:
         """Forget the connection and all its subscriptions."""
@@ -67,18 +67,19 @@ class WebSocketRoutes:
         except ValidationError as exc:
             return error(str(exc))
         try:
-            tenant = self._connections.tenant_of(connection_id)
-            if tenant is None:
+            opened = self._connections.open_connection(connection_id)
+            if opened is None:  # unknown, or its token has expired
                 return error(NOT_OPEN)
+            tenant, expires_at = opened
             if action.action == "unsubscribe":
                 self._connections.unsubscribe(connection_id, tenant=tenant, session_id=action.session_id)
                 return None
-            return self._subscribe(connection_id, tenant, action.session_id)
+            return self._subscribe(connection_id, tenant, action.session_id, expires_at)
         except StorageUnavailableError:
             logger.exception("Connections table unavailable while handling %s", action.action)
             return error(UNAVAILABLE)
 
-    def _subscribe(self, connection_id: str, tenant: str, session_id: str) -> LiveEvent:
+    def _subscribe(self, connection_id: str, tenant: str, session_id: str, expires_at: int) -> LiveEvent:
         reply = subscribe_reply(self._manager_for(tenant), session_id)
         if reply["type"] != "subscribed":
             return reply  # unknown here, including another tenant's session: nothing is subscribed
@@ -86,7 +87,7 @@ class WebSocketRoutes:
         if session_id not in held and len(held) >= self._max_subscriptions:
             return error(f"Too many subscriptions on this connection (at most {self._max_subscriptions})")
         try:
-            self._connections.subscribe(connection_id, tenant=tenant, session_id=session_id)
+            self._connections.subscribe(connection_id, tenant=tenant, session_id=session_id, expires_at=expires_at)
         except NotFoundError:
             return error(NOT_OPEN)
         except ValidationError as exc:
