@@ -106,19 +106,16 @@ class ThreadloomSessionRepository(SessionRepository):
             self._ids.pop(key, None)
             return action(self._session_id(key))
 
-    def _on_records(self, session_id: str, action: Callable[[str], _Answer]) -> _Answer:
-        return self._on(session_id, action)
-
     def _on_conversation(self, session_id: str, agent_id: str, action: Callable[[str], _Answer]) -> _Answer:
         return self._on(f"{session_id}/{agent_id}", action)
 
     def _read_record(self, session_id: str, record_id: str) -> dict[str, Any] | None:
-        message = self._on_records(session_id, lambda records: self.manager.get_session(records).get_message(record_id))
+        message = self._on(session_id, lambda records: self.manager.get_session(records).get_message(record_id))
         record = stored_record(message, SOURCE) if message is not None else None
         return record if isinstance(record, dict) else None
 
     def _write_record(self, session_id: str, record_id: str, record: dict[str, Any]) -> None:
-        self._on_records(session_id, lambda records: self.manager.upsert(records, record_message(record_id, record)))
+        self._on(session_id, lambda records: self.manager.upsert(records, record_message(record_id, record)))
 
     # ----------------------------------------------------------------- session
 

@@ -119,8 +119,10 @@ class ConnectionsTable:
             self._client = default_dynamodb_client()
         return self._client
 
-    def _expires_at(self) -> str:
-        return str(int(time.time()) + self._ttl_seconds)
+    def _expires_at(self, limit: int | None = None) -> int:
+        """The connection's own limit from now, or ``limit`` (epoch seconds) if that comes first."""
+        own = int(time.time()) + self._ttl_seconds
+        return own if limit is None else min(own, int(limit))
 
     # ------------------------------------------------------------ connections
 
@@ -133,9 +135,7 @@ class ConnectionsTable:
         """
         if not tenant:
             raise ValidationError("A connection needs a tenant")
-        expires_at = int(self._expires_at())
-        if token_expires_at is not None:
-            expires_at = min(expires_at, int(token_expires_at))
+        expires_at = self._expires_at(token_expires_at)
         item = {
             "pk": {"S": connection_key(connection_id)},
             "sk": {"S": _CONNECTION_SK},
@@ -190,8 +190,7 @@ class ConnectionsTable:
         session_partition = session_key(tenant, session_id)
         own_partition = connection_key(connection_id)
         now = int(time.time())
-        lasts = int(self._expires_at()) if expires_at is None else min(int(self._expires_at()), int(expires_at))
-        expires_at_text = str(lasts)
+        expires_at_text = str(self._expires_at(expires_at))
         try:
             self._dynamodb.transact_write_items(
                 TransactItems=[
