@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import threading
 import time
-from typing import TYPE_CHECKING, Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, cast
 
 import boto3
 import jwt
@@ -32,6 +35,8 @@ from tests.support.websocket import (
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
+
+    from mypy_boto3_dynamodb.client import DynamoDBClient
 
 ROUTE_EVENTS = [name for name in event_names("") if not name.startswith("authorize")]
 AUTHORIZER_EVENTS = event_names("authorize")
@@ -156,6 +161,70 @@ def test_a_connection_holds_a_bounded_number_of_subscriptions(tmp_path: Path) ->
     assert first is not None and first["type"] == "subscribed"
     assert again is not None and again["type"] == "subscribed"
     assert second == {"type": "error", "error": "Too many subscriptions on this connection (at most 1)"}
+
+
+class SlowWrites:
+    """A DynamoDB client whose transactions take a network's time, so parallel messages overlap.
+
+    Each request still runs atomically, as DynamoDB runs it (moto alone is not thread-safe).
+    """
+
+    def __init__(self, client: DynamoDBClient) -> None:
+        self._client = client
+        self._one_at_a_time = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        call = getattr(self._client, name)
+        if not callable(call) or name == "get_paginator":
+            return call
+
+        def atomic(*args: Any, **kwargs: Any) -> Any:
+            with self._one_at_a_time:
+                return call(*args, **kwargs)
+
+        return atomic
+
+    def transact_write_items(self, **request: Any) -> Any:
+        time.sleep(0.05)
+        with self._one_at_a_time:
+            return self._client.transact_write_items(**request)
+
+
+def test_parallel_subscribes_cannot_pass_the_cap_together(tmp_path: Path) -> None:
+    """The cap is checked in the transaction that writes the subscription, not by a read before it."""
+    sessions = [f"s-cap-{index}" for index in range(12)]
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        create_connections_table(client)
+        table = ConnectionsTable(CONNECTIONS_TABLE, client=cast("DynamoDBClient", SlowWrites(client)))
+        runtime, _queue = seeded_runtime(tmp_path)
+        registry = runtime.store.registry(TENANT)
+        for session_id in sessions:
+            registry.create("Watched", session_id=session_id)
+        routes = WebSocketRoutes(table, runtime.manager, max_subscriptions=3)
+        table.open(CONNECTION, tenant=TENANT)
+        start = threading.Barrier(len(sessions))
+
+        def subscribe(session_id: str) -> dict[str, Any] | None:
+            start.wait()
+            return cast(
+                "dict[str, Any] | None",
+                routes.message(CONNECTION, json.dumps({"action": "subscribe", "sessionId": session_id})),
+            )
+
+        with ThreadPoolExecutor(max_workers=len(sessions)) as pool:
+            replies = list(pool.map(subscribe, sessions))
+        held = table.subscriptions_of(CONNECTION)
+        watched = [session_id for session_id in sessions if table.subscribers(TENANT, session_id)]
+        set_runtime(None)
+    accepted = [reply for reply in replies if reply is not None and reply["type"] == "subscribed"]
+    refused = [
+        reply
+        for reply in replies
+        if reply == {"type": "error", "error": "Too many subscriptions on this connection (at most 3)"}
+    ]
+    assert (len(accepted), len(refused)) == (3, 9)
+    assert len(held) == 3 and sorted(held) == sorted(watched)
 
 
 # ------------------------------------------------------------------ authorizer

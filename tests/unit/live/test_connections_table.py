@@ -166,3 +166,51 @@ def test_a_connection_lasts_no_longer_than_its_token_and_neither_do_its_subscrip
     connections.open("c2", tenant="tenant-a", token_expires_at=int(now) + 10**9)
     opened = connections.open_connection("c2")
     assert opened is not None and opened[1] <= int(now) + 61 + 2 * 3600 + 300
+
+
+def subscription_count(client: DynamoDBClient, connection_id: str) -> int | None:
+    item = client.get_item(
+        TableName=CONNECTIONS_TABLE, Key={"pk": {"S": f"connection#{connection_id}"}, "sk": {"S": "connection"}}
+    )
+    count = item.get("Item", {}).get("subscription_count")
+    return int(count["N"]) if count else None
+
+
+def test_the_limit_counts_each_subscription_once(dynamodb: DynamoDBClient, connections: ConnectionsTable) -> None:
+    connections.open("c1", tenant="tenant-a")
+    assert connections.subscribe("c1", tenant="tenant-a", session_id="s1", limit=2)
+    assert connections.subscribe("c1", tenant="tenant-a", session_id="s1", limit=2)  # held: not counted again
+    assert connections.subscribe("c1", tenant="tenant-a", session_id="s2", limit=2)
+    assert subscription_count(dynamodb, "c1") == 2
+    # Full: refused with nothing written, but a session already held is still answered as held
+    before = item_count(dynamodb)
+    assert not connections.subscribe("c1", tenant="tenant-a", session_id="s3", limit=2)
+    assert connections.subscribe("c1", tenant="tenant-a", session_id="s2", limit=2)
+    assert item_count(dynamodb) == before and connections.subscribers("tenant-a", "s3") == []
+    # Unsubscribing frees a place; unsubscribing what is not held changes nothing
+    connections.unsubscribe("c1", tenant="tenant-a", session_id="s1")
+    connections.unsubscribe("c1", tenant="tenant-a", session_id="s1")
+    connections.unsubscribe("c1", tenant="tenant-a", session_id="never")
+    assert subscription_count(dynamodb, "c1") == 1
+    assert connections.subscribe("c1", tenant="tenant-a", session_id="s3", limit=2)
+    assert sorted(connections.subscriptions_of("c1")) == ["s2", "s3"]
+    # A full connection of another tenant is still "not open" for this one, not "full"
+    with pytest.raises(NotFoundError):
+        connections.subscribe("c1", tenant="tenant-b", session_id="s4", limit=2)
+
+
+def test_unsubscribe_removes_the_halves_of_a_connection_that_never_counted(
+    dynamodb: DynamoDBClient, connections: ConnectionsTable
+) -> None:
+    # Given a subscription written before connections counted theirs (no count on the connection)
+    connections.open("c1", tenant="tenant-a")
+    connections.subscribe("c1", tenant="tenant-a", session_id="s1")
+    dynamodb.update_item(
+        TableName=CONNECTIONS_TABLE,
+        Key={"pk": {"S": "connection#c1"}, "sk": {"S": "connection"}},
+        UpdateExpression="REMOVE subscription_count",
+    )
+    # When it is unsubscribed, Then both halves go and the count is not made negative
+    connections.unsubscribe("c1", tenant="tenant-a", session_id="s1")
+    assert connections.subscribers("tenant-a", "s1") == [] and connections.subscriptions_of("c1") == []
+    assert subscription_count(dynamodb, "c1") is None and item_count(dynamodb) == 1

@@ -16,7 +16,7 @@ from threadloom.live.aws.publisher import ManagementApiPublisher
 from threadloom.live.events import SessionStatus, encode, session_changed, session_status
 from threadloom.live.publisher import NullPublisher, StatusPublisher
 
-from tests.support.connections import CONNECTIONS_TABLE, create_connections_table
+from tests.support.connections import CONNECTIONS_TABLE, PagedSubscribers, create_connections_table
 from tests.support.management_api import RecordingManagementApi
 
 if TYPE_CHECKING:
@@ -95,20 +95,10 @@ def test_a_failing_post_does_not_stop_the_others_or_raise(connections: Connectio
     assert connections.tenant_of("c-gone") == "tenant-a"  # a timeout is not a 410: the connection stays
 
 
-class _Subscribers:
-    """Just the subscribers lookup, answered instantly, so only the posts take time."""
-
-    def __init__(self, connection_ids: list[str]) -> None:
-        self.connection_ids = connection_ids
-
-    def subscribers(self, namespace: str, session_id: str) -> list[str]:
-        return list(self.connection_ids)
-
-
 def test_posting_stops_when_the_budget_is_spent() -> None:
     # Given three subscribers and posts that each take longer than the whole budget
     api = RecordingManagementApi(slow_seconds=0.2)
-    table = _Subscribers(["c1", "c2", "c3"])
+    table = PagedSubscribers(["c1", "c2", "c3"])
     publisher = ManagementApiPublisher(table, ENDPOINT, client=api, budget_seconds=0.1)  # type: ignore[arg-type]
     # When an event is published
     started = time.monotonic()
@@ -116,6 +106,25 @@ def test_posting_stops_when_the_budget_is_spent() -> None:
     # Then only the first post was made: the others were skipped once the budget was spent
     assert [target for target, _ in api.posts] == ["c1"]
     assert time.monotonic() - started < 1.0
+
+
+def test_reading_subscribers_stops_when_the_budget_is_spent() -> None:
+    # Given a session whose subscribers span three Query pages that each take most of the budget
+    api = RecordingManagementApi()
+    table = PagedSubscribers(["c1"], ["c2"], ["c3"], page_seconds=0.06)
+    publisher = ManagementApiPublisher(table, ENDPOINT, client=api, budget_seconds=0.1)  # type: ignore[arg-type]
+    # When an event is published
+    publisher.publish("tenant-a", "s1", EVENT)
+    # Then the first page's subscriber got it, and the page after the budget ran out was the last one read
+    assert [target for target, _ in api.posts] == ["c1"]
+    assert table.pages_read == 2
+
+
+def test_every_page_of_subscribers_is_posted_to_within_the_budget() -> None:
+    api = RecordingManagementApi()
+    table = PagedSubscribers(["c1", "c2"], [], ["c3"])
+    ManagementApiPublisher(table, ENDPOINT, client=api).publish("tenant-a", "s1", EVENT)  # type: ignore[arg-type]
+    assert [target for target, _ in api.posts] == ["c1", "c2", "c3"]
 
 
 def test_an_unreachable_table_publishes_nothing_and_does_not_raise() -> None:

@@ -17,7 +17,7 @@ from threadloom.live.aws.relay import RelayMessage, message_group_id
 from threadloom.live.events import SessionStatus, session_changed, session_status
 from threadloom.live.publisher import StatusPublisher
 
-from tests.support.connections import CONNECTIONS_TABLE, create_connections_table
+from tests.support.connections import CONNECTIONS_TABLE, PagedSubscribers, create_connections_table
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -111,20 +111,10 @@ class _SlowSqs:
         return {"MessageId": str(self.calls)}
 
 
-class _Subscribers:
-    """Just the subscribers lookup, answered instantly, so only the hand-off takes time."""
-
-    def __init__(self, connection_ids: list[str]) -> None:
-        self.connection_ids = connection_ids
-
-    def subscribers(self, namespace: str, session_id: str) -> list[str]:
-        return list(self.connection_ids)
-
-
 def test_a_failing_hand_off_is_tried_once_and_does_not_raise() -> None:
     # Given a session watched by more subscribers than fit in one message, and a queue that times out
     sqs = _SlowSqs(0.05, failing=True)
-    table = _Subscribers([f"c{index}" for index in range(2500)])
+    table = PagedSubscribers([f"c{index}" for index in range(2500)])
     publisher = QueuePublisher(table, "https://q/live.fifo", client=sqs, budget_seconds=UNHURRIED)  # type: ignore[arg-type]
     # When an event is published, then it returns quietly after the first failed send (not one per message)
     publisher.publish("tenant-a", "s1", EVENT)
@@ -134,7 +124,7 @@ def test_a_failing_hand_off_is_tried_once_and_does_not_raise() -> None:
 def test_sending_stops_when_the_budget_is_spent() -> None:
     # Given three messages' worth of subscribers and sends that each take longer than the whole budget
     sqs = _SlowSqs(0.2)
-    table = _Subscribers([f"c{index}" for index in range(2500)])
+    table = PagedSubscribers([f"c{index}" for index in range(2500)])
     publisher = QueuePublisher(table, "https://q/live.fifo", client=sqs, budget_seconds=0.1)  # type: ignore[arg-type]
     # When an event is published
     started = time.monotonic()
@@ -142,6 +132,18 @@ def test_sending_stops_when_the_budget_is_spent() -> None:
     # Then only the first message was sent: the others were dropped once the budget was spent
     assert sqs.calls == 1
     assert time.monotonic() - started < 1.0
+
+
+def test_reading_subscribers_stops_when_the_budget_is_spent() -> None:
+    # Given a session whose subscribers span three Query pages that each take most of the budget
+    sqs = _SlowSqs(0.0)
+    table = PagedSubscribers(["c1"], ["c2"], ["c3"], page_seconds=0.06)
+    publisher = QueuePublisher(table, "https://q/live.fifo", client=sqs, budget_seconds=0.1)  # type: ignore[arg-type]
+    # When an event is published
+    publisher.publish("tenant-a", "s1", EVENT)
+    # Then the first page was handed off, and the page after the budget ran out was the last one read
+    assert sqs.calls == 1
+    assert table.pages_read == 2
 
 
 def test_an_unreadable_table_sends_nothing_and_does_not_raise(aws: tuple[ConnectionsTable, SQSClient, str]) -> None:

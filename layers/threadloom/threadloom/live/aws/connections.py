@@ -2,7 +2,7 @@
 
 Layout (partition key ``pk``, sort key ``sk``, both strings; TTL on ``expires_at``)::
 
-    pk = connection#<connection id>    sk = connection                  the open connection and its tenant
+    pk = connection#<connection id>    sk = connection                  the open connection, its tenant, its count
     pk = connection#<connection id>    sk = session#<tenant>#<session>  one of its subscriptions (for $disconnect)
     pk = session#<tenant>#<session>    sk = connection#<connection id>  the same subscription (for publishing)
 
@@ -12,6 +12,9 @@ belongs to the tenant. Tenant and session ids are percent-encoded (``#`` and ``%
 so no choice of ids can make one tenant's key equal another's. API Gateway closes every connection after two hours,
 so each item expires a little after that even if ``$disconnect`` never ran (DynamoDB deletes expired items lazily,
 so reads also skip them).
+
+Over 400 lines because every access to the table (connections, subscriptions and the count that caps them) depends
+on that one layout, so it is kept in one place.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from threadloom.errors import NotFoundError, StorageUnavailableError, ValidationError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Iterator
 
     from mypy_boto3_dynamodb.client import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, WriteRequestTypeDef
@@ -42,6 +45,7 @@ MAX_KEY_BYTES = 2048
 
 _T = TypeVar("_T")
 _CONNECTION_SK = "connection"
+_COUNT_ONE_MORE = "SET subscription_count = if_not_exists(subscription_count, :zero) + :one"
 _BATCH_SIZE = 25
 _BATCH_ATTEMPTS = 3
 _CLIENT_CONFIG = Config(connect_timeout=0.5, read_timeout=1, retries={"mode": "standard", "total_max_attempts": 2})
@@ -182,25 +186,59 @@ class ConnectionsTable:
 
     # ---------------------------------------------------------- subscriptions
 
-    def subscribe(self, connection_id: str, *, tenant: str, session_id: str, expires_at: int | None = None) -> None:
+    def subscribe(
+        self,
+        connection_id: str,
+        *,
+        tenant: str,
+        session_id: str,
+        expires_at: int | None = None,
+        limit: int | None = None,
+    ) -> bool:
         """Subscribe an open connection of ``tenant`` to one of its sessions (``NotFoundError`` if not open).
 
-        The subscription lasts no longer than the connection: pass its ``expires_at`` (``open_connection``).
+        True when the connection holds the subscription (already held: nothing is written); False,
+        with nothing written, when it already holds ``limit`` others. The count lives on the
+        connection's item and moves in the transaction that writes both halves, so parallel
+        messages cannot pass the limit together. The subscription lasts no longer than the
+        connection: pass its ``expires_at`` (``open_connection``).
         """
         session_partition = session_key(tenant, session_id)
         own_partition = connection_key(connection_id)
-        now = int(time.time())
         expires_at_text = str(self._expires_at(expires_at))
+        condition = "#tenant = :tenant AND expires_at > :now"
+        values: dict[str, AttributeValueTypeDef] = {
+            ":tenant": {"S": tenant},
+            ":now": {"N": str(int(time.time()))},
+            ":zero": {"N": "0"},
+            ":one": {"N": "1"},
+        }
+        if limit is not None:
+            condition += " AND (attribute_not_exists(subscription_count) OR subscription_count < :limit)"
+            values[":limit"] = {"N": str(limit)}
         try:
             self._dynamodb.transact_write_items(
                 TransactItems=[
                     {
-                        "ConditionCheck": {
+                        "Update": {
                             "TableName": self._table,
                             "Key": {"pk": {"S": own_partition}, "sk": {"S": _CONNECTION_SK}},
-                            "ConditionExpression": "#tenant = :tenant AND expires_at > :now",
+                            "UpdateExpression": _COUNT_ONE_MORE,
+                            "ConditionExpression": condition,
                             "ExpressionAttributeNames": {"#tenant": "tenant"},
-                            "ExpressionAttributeValues": {":tenant": {"S": tenant}, ":now": {"N": str(now)}},
+                            "ExpressionAttributeValues": values,
+                        }
+                    },
+                    {
+                        "Put": {
+                            "TableName": self._table,
+                            "Item": {
+                                "pk": {"S": own_partition},
+                                "sk": {"S": session_partition},
+                                "session_id": {"S": session_id},
+                                "expires_at": {"N": expires_at_text},
+                            },
+                            "ConditionExpression": "attribute_not_exists(pk)",  # held already: counted once
                         }
                     },
                     {
@@ -214,31 +252,75 @@ class ConnectionsTable:
                             },
                         }
                     },
+                ]
+            )
+        except ClientError as exc:
+            failed = _conditions_failed(exc)
+            if _error_code(exc) != "TransactionCanceledException" or not failed:
+                raise self._translate(exc, "subscribe") from exc
+            if failed == {1}:
+                return True
+            return self._refused_subscription(connection_id, tenant, session_partition)
+        except BotoCoreError as exc:
+            raise self._translate(exc, "subscribe") from exc
+        return True
+
+    def _refused_subscription(self, connection_id: str, tenant: str, session_partition: str) -> bool:
+        """Why the connection's condition failed: not open for ``tenant`` (raises), held already (True), or full."""
+        opened = self.open_connection(connection_id)
+        if opened is None or opened[0] != tenant:
+            raise NotFoundError(f"Connection {connection_id!r} is not open for this tenant")
+        response = self._call(
+            "read the subscription",
+            lambda: self._dynamodb.get_item(
+                TableName=self._table,
+                Key={"pk": {"S": connection_key(connection_id)}, "sk": {"S": session_partition}},
+                ConsistentRead=True,
+            ),
+        )
+        return "Item" in response
+
+    def unsubscribe(self, connection_id: str, *, tenant: str, session_id: str) -> None:
+        """Remove one subscription and count it off the connection (a no-op when there is none)."""
+        session_partition = session_key(tenant, session_id)
+        own_partition = connection_key(connection_id)
+        try:
+            self._dynamodb.transact_write_items(
+                TransactItems=[
                     {
-                        "Put": {
+                        "Delete": {
                             "TableName": self._table,
-                            "Item": {
-                                "pk": {"S": own_partition},
-                                "sk": {"S": session_partition},
-                                "session_id": {"S": session_id},
-                                "expires_at": {"N": expires_at_text},
-                            },
+                            "Key": {"pk": {"S": own_partition}, "sk": {"S": session_partition}},
+                            "ConditionExpression": "attribute_exists(pk)",
+                        }
+                    },
+                    {
+                        "Delete": {
+                            "TableName": self._table,
+                            "Key": {"pk": {"S": session_partition}, "sk": {"S": own_partition}},
+                        }
+                    },
+                    {
+                        "Update": {
+                            "TableName": self._table,
+                            "Key": {"pk": {"S": own_partition}, "sk": {"S": _CONNECTION_SK}},
+                            "UpdateExpression": "SET subscription_count = subscription_count - :one",
+                            "ConditionExpression": "subscription_count > :zero",
+                            "ExpressionAttributeValues": {":zero": {"N": "0"}, ":one": {"N": "1"}},
                         }
                     },
                 ]
             )
         except ClientError as exc:
-            if _error_code(exc) == "TransactionCanceledException" and _condition_failed(exc):
-                raise NotFoundError(f"Connection {connection_id!r} is not open for this tenant") from exc
-            raise self._translate(exc, "subscribe") from exc
+            failed = _conditions_failed(exc)
+            if _error_code(exc) != "TransactionCanceledException" or not failed:
+                raise self._translate(exc, "unsubscribe") from exc
+            if 0 in failed:
+                return  # not subscribed
+            # The connection is gone, or was opened before it counted: remove the halves all the same.
+            self._delete_all([(session_partition, own_partition), (own_partition, session_partition)])
         except BotoCoreError as exc:
-            raise self._translate(exc, "subscribe") from exc
-
-    def unsubscribe(self, connection_id: str, *, tenant: str, session_id: str) -> None:
-        """Remove one subscription (a no-op when there is none)."""
-        session_partition = session_key(tenant, session_id)
-        own_partition = connection_key(connection_id)
-        self._delete_all([(session_partition, own_partition), (own_partition, session_partition)])
+            raise self._translate(exc, "unsubscribe") from exc
 
     def subscriptions_of(self, connection_id: str) -> list[str]:
         """The session ids one connection is subscribed to."""
@@ -247,13 +329,21 @@ class ConnectionsTable:
 
     def subscribers(self, tenant: str, session_id: str) -> list[str]:
         """The connection ids subscribed to a session: one Query on its partition."""
-        items = self._query(session_key(tenant, session_id), "read the session's subscribers")
-        return [item["connection_id"]["S"] for item in items if "connection_id" in item]
+        return [connection_id for page in self.subscriber_pages(tenant, session_id) for connection_id in page]
+
+    def subscriber_pages(self, tenant: str, session_id: str) -> Iterator[list[str]]:
+        """The same, a page of the Query at a time, so a publisher can stop reading when its budget is spent."""
+        for items in self._pages(session_key(tenant, session_id), "read the session's subscribers"):
+            yield [item["connection_id"]["S"] for item in items if "connection_id" in item]
 
     # ---------------------------------------------------------------- helpers
 
     def _query(self, partition: str, action: str) -> list[dict[str, AttributeValueTypeDef]]:
         """Every unexpired item of one partition, following pagination."""
+        return [item for items in self._pages(partition, action) for item in items]
+
+    def _pages(self, partition: str, action: str) -> Iterator[list[dict[str, AttributeValueTypeDef]]]:
+        """The unexpired items of one partition, a Query page at a time (read only as far as it is iterated)."""
         paginator = self._dynamodb.get_paginator("query")
         pages = paginator.paginate(
             TableName=self._table,
@@ -262,12 +352,10 @@ class ConnectionsTable:
             ConsistentRead=True,
         )
         try:
-            return [
-                dict(item)
-                for page in pages
-                for item in page.get("Items", [])
-                if not _expired(item.get("expires_at", {}).get("N"))
-            ]
+            for page in pages:
+                yield [
+                    dict(item) for item in page.get("Items", []) if not _expired(item.get("expires_at", {}).get("N"))
+                ]
         except (ClientError, BotoCoreError) as exc:
             raise self._translate(exc, action) from exc
 
@@ -321,9 +409,10 @@ def _error_code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
 
 
-def _condition_failed(exc: ClientError) -> bool:
+def _conditions_failed(exc: ClientError) -> set[int]:
+    """The positions of a cancelled transaction's items whose condition failed."""
     reasons = exc.response.get("CancellationReasons", [])
-    return any(reason.get("Code") == "ConditionalCheckFailed" for reason in reasons)
+    return {index for index, reason in enumerate(reasons) if reason.get("Code") == "ConditionalCheckFailed"}
 
 
 __all__ = ["CONNECTION_TTL_SECONDS", "ConnectionsTable", "connection_key", "default_dynamodb_client", "session_key"]

@@ -3,9 +3,9 @@
 For stacks whose functions reach ``execute-api`` (no VPC, or a NAT): ``LivePublishing=direct`` in template.yaml.
 Functions in private subnets without a NAT cannot reach the Management API (no VPC endpoint serves it), so they
 hand events to the publisher function instead (``threadloom.live.aws.queue_publisher``). Publishing runs inside
-the write that triggered it (API function) or the compaction (worker), so it is bounded: the subscribers are one
-Query, each post has short timeouts and no retries, posting stops when the publish budget is spent, and nothing it
-does ever raises.
+the write that triggered it (API function) or the compaction (worker), so it is bounded: the subscribers are read
+a Query page at a time, reading and posting stop when the publish budget is spent, each post has short timeouts
+and no retries, and nothing it does ever raises.
 """
 
 from __future__ import annotations
@@ -63,15 +63,18 @@ class ManagementApiPublisher:
     def publish(self, namespace: str, session_id: str, event: LiveEvent) -> None:
         """Post ``event`` to every subscriber of the session; never raises."""
         deadline = time.monotonic() + self._budget_seconds
+        what = f"{event['type']} for session {session_id!r}"
+        data: bytes | None = None
         try:
-            subscribers = self._connections.subscribers(namespace, session_id)
+            for subscribers in self._connections.subscriber_pages(namespace, session_id):
+                if time.monotonic() >= deadline:
+                    logger.warning("Live publish of %s over budget: later pages of subscribers not read", what)
+                    return
+                if subscribers:
+                    data = data or encode(event).encode("utf-8")
+                    self._poster.post_all(subscribers, data, deadline=deadline, what=what)
         except ThreadloomError:
             logger.warning("Could not read the subscribers of session %r", session_id, exc_info=True)
-            return
-        if not subscribers:
-            return
-        data = encode(event).encode("utf-8")
-        self._poster.post_all(subscribers, data, deadline=deadline, what=f"{event['type']} for session {session_id!r}")
 
 
 __all__ = ["ManagementApiPublisher", "management_api_client"]

@@ -9,8 +9,8 @@ FIFO queue (SQS has an interface endpoint). The publisher function, outside the 
 
 The id of the API request that wrote (if any) travels as the message attribute ``threadloom-correlation-id``, as
 on the compaction queue, so the publisher function's log lines name the request. Bounded like every publisher:
-each SQS call has 0.5 s timeouts and no retries, sending stops when the publish budget is spent, and nothing here
-raises.
+the subscribers are read a Query page at a time, each SQS call has 0.5 s timeouts and no retries, reading and
+sending stop when the publish budget is spent, and nothing here raises.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from threadloom import correlation
 from threadloom.errors import ThreadloomError, ValidationError
-from threadloom.live.aws.relay import deduplication_id, message_group_id, relay_messages
+from threadloom.live.aws.relay import RelayMessage, deduplication_id, message_group_id, relay_messages
 from threadloom.live.publisher import PUBLISH_BUDGET_SECONDS
 
 if TYPE_CHECKING:
@@ -92,12 +92,6 @@ class QueuePublisher:
     def publish(self, namespace: str, session_id: str, event: LiveEvent) -> None:
         """Queue ``event`` for the session's subscribers (nothing when it has none); never raises."""
         deadline = time.monotonic() + self._budget_seconds
-        try:
-            subscribers = self._connections.subscribers(namespace, session_id)
-        except ThreadloomError:
-            logger.warning("Could not read the subscribers of session %r", session_id, exc_info=True)
-            return
-        messages = relay_messages(namespace, session_id, subscribers, event)
         group = message_group_id(namespace, session_id)
         correlation_id = correlation.current()
         attributes: dict[str, MessageAttributeValueTypeDef] = (
@@ -105,16 +99,32 @@ class QueuePublisher:
             if correlation_id
             else {}
         )
+        try:
+            for subscribers in self._connections.subscriber_pages(namespace, session_id):
+                messages = relay_messages(namespace, session_id, subscribers, event)
+                if not self._send(messages, group, attributes, deadline, f"{event['type']} for session {session_id!r}"):
+                    return
+        except ThreadloomError:
+            logger.warning("Could not read the subscribers of session %r", session_id, exc_info=True)
+
+    def _send(
+        self,
+        messages: list[RelayMessage],
+        group: str,
+        attributes: dict[str, MessageAttributeValueTypeDef],
+        deadline: float,
+        what: str,
+    ) -> bool:
+        """Send one page's messages; False when the budget is spent or SQS failed (send nothing more)."""
         for index, message in enumerate(messages):
             if time.monotonic() >= deadline:
                 logger.warning(
-                    "Live hand-off of %s for session %r over budget: %d of %d messages not sent",
-                    event["type"],
-                    session_id,
+                    "Live hand-off of %s over budget: %d of this page's %d messages and later pages not sent",
+                    what,
                     len(messages) - index,
                     len(messages),
                 )
-                return
+                return False
             try:
                 self._sqs.send_message(
                     QueueUrl=self._queue_url,
@@ -124,8 +134,9 @@ class QueuePublisher:
                     MessageAttributes=attributes,
                 )
             except (ClientError, BotoCoreError) as exc:
-                logger.warning("Live hand-off of %s for session %r failed: %s", event["type"], session_id, exc)
-                return  # the next call would likely fail the same way; stop rather than spend the budget
+                logger.warning("Live hand-off of %s failed: %s", what, exc)
+                return False  # the next call would likely fail the same way; stop rather than spend the budget
+        return True
 
 
 __all__ = ["QueuePublisher", "live_queue_client"]

@@ -83,15 +83,20 @@ class WebSocketRoutes:
         reply = subscribe_reply(self._manager_for(tenant), session_id)
         if reply["type"] != "subscribed":
             return reply  # unknown here, including another tenant's session: nothing is subscribed
-        held = self._connections.subscriptions_of(connection_id)
-        if session_id not in held and len(held) >= self._max_subscriptions:
-            return error(f"Too many subscriptions on this connection (at most {self._max_subscriptions})")
         try:
-            self._connections.subscribe(connection_id, tenant=tenant, session_id=session_id, expires_at=expires_at)
+            subscribed = self._connections.subscribe(
+                connection_id,
+                tenant=tenant,
+                session_id=session_id,
+                expires_at=expires_at,
+                limit=self._max_subscriptions,
+            )
         except NotFoundError:
             return error(NOT_OPEN)
         except ValidationError as exc:
             return error(str(exc))
+        if not subscribed:
+            return error(f"Too many subscriptions on this connection (at most {self._max_subscriptions})")
         return reply
 
 
