@@ -32,10 +32,16 @@ def get_routes() -> WebSocketRoutes:
     if _routes is None:
         from threadloom.api.runtime import get_runtime
         from threadloom.live.aws.connections import ConnectionsTable
-        from threadloom.live.aws.routes import WebSocketRoutes
+        from threadloom.live.aws.routes import MAX_CONNECTIONS_PER_TENANT, WebSocketRoutes
 
         runtime = get_runtime()
-        _routes = WebSocketRoutes(ConnectionsTable(os.environ.get("THREADLOOM_CONNECTIONS_TABLE", "")), runtime.manager)
+        _routes = WebSocketRoutes(
+            ConnectionsTable(os.environ.get("THREADLOOM_CONNECTIONS_TABLE", "")),
+            runtime.manager,
+            max_connections_per_tenant=int(
+                os.environ.get("THREADLOOM_LIVE_CONNECTIONS_PER_TENANT", MAX_CONNECTIONS_PER_TENANT)
+            ),
+        )
     return _routes
 
 
@@ -75,7 +81,10 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
             logger.error("$connect without an authorizer tenant; refusing the connection")
             return {"statusCode": 403}
         expires = authorizer.get("tokenExpiresAt")  # API Gateway may pass a context number as a string
-        routes.connect(connection_id, tenant, token_expires_at=int(expires) if expires is not None else None)
+        if not routes.connect(connection_id, tenant, token_expires_at=int(expires) if expires is not None else None):
+            logger.warning("$connect refused: the tenant already holds its most live connections")
+            metrics.add_metric(name="WebSocketConnectionsRefused", unit=MetricUnit.Count, value=1)
+            return {"statusCode": 429}
         return connected(event)
     if route == "$disconnect":
         routes.disconnect(connection_id)

@@ -203,12 +203,12 @@ def test_the_live_publisher_runs_outside_the_vpc_with_least_privilege(template: 
     assert variables["THREADLOOM_CONNECTIONS_TABLE"] == {"Ref": "ConnectionsTable"}
     assert variables["THREADLOOM_WEBSOCKET_ENDPOINT"]["Fn::Sub"].startswith("https://${WebSocketApi}.execute-api.")
     assert (ROOT / properties["CodeUri"] / f"{properties['Handler'].split('.')[0]}.py").is_file()
-    # only: post to this stage's connections, and forget a gone connection (Query its items, delete them)
+    # only: post to this stage's connections, and forget a gone connection (what ConnectionsTable.close calls)
     (policy,) = properties["Policies"]
     manage, forget = policy["Statement"]
     assert manage["Action"] == "execute-api:ManageConnections"
     assert manage["Resource"]["Fn::Sub"].endswith(CONNECTIONS_ARN_SUFFIX)
-    assert sorted(forget["Action"]) == ["dynamodb:BatchWriteItem", "dynamodb:Query"]  # ConnectionsTable.close
+    assert sorted(forget["Action"]) == sorted(dynamodb_actions_of("close"))  # ConnectionsTable.close, nothing more
     assert forget["Resource"] == {"Fn::GetAtt": ["ConnectionsTable", "Arn"]}
     # fed by the live-events queue, reporting partial batch failures, a batch finishing inside the timeout
     (event,) = properties["Events"].values()
@@ -275,3 +275,77 @@ def test_sam_gives_the_authorizer_only_logging_and_tracing(transformed: dict[str
         "AWSLambdaBasicExecutionRole",
         "AWSXrayWriteOnlyAccess",
     ]
+
+
+def dynamodb_actions_of(*calls: str) -> set[str]:
+    """The IAM actions the connections table's ``calls`` make on moto, a transaction's items counted one by one."""
+    import boto3
+    from moto import mock_aws
+    from threadloom.live.aws.connections import ConnectionsTable
+
+    from tests.support.connections import CONNECTIONS_TABLE, create_connections_table
+
+    actions: set[str] = set()
+
+    def record(model: Any, params: dict[str, Any], **_: Any) -> None:
+        if model.name == "TransactWriteItems":
+            kinds = {
+                "Put": "PutItem",
+                "Update": "UpdateItem",
+                "Delete": "DeleteItem",
+                "ConditionCheck": "ConditionCheckItem",
+            }
+            actions.update(f"dynamodb:{kinds[kind]}" for item in params["TransactItems"] for kind in item)
+        else:
+            actions.add(f"dynamodb:{model.name}")
+
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        create_connections_table(client)
+        client.meta.events.register("provide-client-params.dynamodb", record)
+        table = ConnectionsTable(CONNECTIONS_TABLE, client=client)
+        steps = {
+            "open": lambda: (
+                table.open("c1", tenant="t", limit=1),
+                table.open("c2", tenant="t", limit=1),
+            ),  # c2 refused
+            "subscribe": lambda: (
+                table.subscribe("c1", tenant="t", session_id="s", limit=2),
+                table.subscribe("c1", tenant="t", session_id="s2", limit=2),
+                table.subscribe("c1", tenant="t", session_id="s3", limit=2),  # refused: full
+            ),
+            "message": lambda: table.open_connection("c1"),
+            "unsubscribe": lambda: table.unsubscribe("c1", tenant="t", session_id="s"),
+            "publish": lambda: table.subscribers("t", "s"),
+            "close": lambda: table.close("c1"),  # with its subscription to s2
+        }
+        for name, step in steps.items():
+            recording = name in calls
+            if not recording:
+                client.meta.events.unregister("provide-client-params.dynamodb", record)
+            step()
+            if not recording:
+                client.meta.events.register("provide-client-params.dynamodb", record)
+    return actions
+
+
+def allowed_on_connections(function: dict[str, Any]) -> set[str]:
+    allowed: set[str] = set()
+    for statement in statements(function):
+        if statement.get("Resource") == {"Fn::GetAtt": ["ConnectionsTable", "Arn"]}:
+            action = statement["Action"]
+            allowed.update([action] if isinstance(action, str) else action)
+    return allowed
+
+
+def test_each_function_may_do_what_its_connections_table_calls_do(template: dict[str, Any]) -> None:
+    """Moto does not check IAM: a call the policy lacks would only fail once deployed."""
+    functions = of_type(template, "AWS::Serverless::Function")
+    needs = {
+        "WebSocketFunction": dynamodb_actions_of("open", "subscribe", "message", "unsubscribe", "close"),
+        "LivePublisherFunction": dynamodb_actions_of("close"),
+        **{name: dynamodb_actions_of("publish", "close") for name in PUBLISHERS},  # direct: posts, forgets gone ones
+    }
+    assert {"dynamodb:TransactWriteItems"} & set().union(*needs.values()) == set()  # counted per item above
+    for name, needed in needs.items():
+        assert needed <= allowed_on_connections(functions[name]), name

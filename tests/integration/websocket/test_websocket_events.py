@@ -227,6 +227,42 @@ def test_parallel_subscribes_cannot_pass_the_cap_together(tmp_path: Path) -> Non
     assert len(held) == 3 and sorted(held) == sorted(watched)
 
 
+# Lambda runs one event at a time per environment; here twelve threads share the handler's Metrics, and one
+# thread's flush empties another's.
+@pytest.mark.filterwarnings("ignore:No application metrics to publish")
+def test_parallel_handshakes_of_one_tenant_cannot_pass_its_connection_limit(tmp_path: Path) -> None:
+    import threadloom_websocket
+
+    ids = [f"conn-{index}=" for index in range(12)]
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        create_connections_table(client)
+        table = ConnectionsTable(CONNECTIONS_TABLE, client=cast("DynamoDBClient", SlowWrites(client)))
+        runtime, _queue = seeded_runtime(tmp_path)
+        threadloom_websocket.set_routes(WebSocketRoutes(table, runtime.manager, max_connections_per_tenant=3))
+        start = threading.Barrier(len(ids))
+
+        def handshake(connection_id: str) -> int:
+            event = load_event("connect")
+            event["requestContext"]["connectionId"] = connection_id
+            start.wait()
+            return int(invoke_routes(event)["statusCode"])
+
+        with ThreadPoolExecutor(max_workers=len(ids)) as pool:
+            statuses = list(pool.map(handshake, ids))
+        opened = [connection_id for connection_id in ids if table.tenant_of(connection_id) == TENANT]
+        # Another tenant is not held back by this one's
+        other = load_event("connect")
+        other["requestContext"]["connectionId"] = "other-tenant="
+        other["requestContext"]["authorizer"]["tenant"] = OTHER_TENANT
+        other_status = invoke_routes(other)["statusCode"]
+        threadloom_websocket.set_routes(None)
+        set_runtime(None)
+    assert sorted(statuses) == [200] * 3 + [429] * 9
+    assert len(opened) == 3
+    assert other_status == 200
+
+
 # ------------------------------------------------------------------ authorizer
 
 

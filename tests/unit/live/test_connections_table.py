@@ -8,7 +8,7 @@ import boto3
 import pytest
 from moto import mock_aws
 from threadloom.errors import NotFoundError, StorageUnavailableError, ValidationError
-from threadloom.live.aws.connections import ConnectionsTable, session_key
+from threadloom.live.aws.connections import ConnectionsTable, session_key, tenant_key
 
 from tests.support.connections import CONNECTIONS_TABLE, create_connections_table
 
@@ -29,6 +29,10 @@ def dynamodb() -> Iterator[DynamoDBClient]:
 @pytest.fixture
 def connections(dynamodb: DynamoDBClient) -> ConnectionsTable:
     return ConnectionsTable(CONNECTIONS_TABLE, client=dynamodb)
+
+
+OPEN_CONNECTION_ITEMS = 3
+"""One open connection of a tenant: its item, its entry under the tenant, and the tenant's count."""
 
 
 def item_count(client: DynamoDBClient) -> int:
@@ -64,7 +68,7 @@ def test_a_connection_cannot_subscribe_for_another_tenant(
     with pytest.raises(NotFoundError):
         connections.subscribe("never-opened", tenant="tenant-a", session_id="s1")
     assert connections.subscribers("tenant-b", "s1") == []
-    assert item_count(dynamodb) == 1  # only the connection itself
+    assert item_count(dynamodb) == OPEN_CONNECTION_ITEMS  # only the connection itself
 
 
 def test_unsubscribe_removes_both_halves(dynamodb: DynamoDBClient, connections: ConnectionsTable) -> None:
@@ -73,7 +77,7 @@ def test_unsubscribe_removes_both_halves(dynamodb: DynamoDBClient, connections: 
     connections.unsubscribe("c1", tenant="tenant-a", session_id="s1")
     connections.unsubscribe("c1", tenant="tenant-a", session_id="never-subscribed")
     assert connections.subscribers("tenant-a", "s1") == []
-    assert item_count(dynamodb) == 1
+    assert item_count(dynamodb) == OPEN_CONNECTION_ITEMS
 
 
 def test_close_forgets_the_connection_and_all_its_subscriptions(
@@ -87,11 +91,11 @@ def test_close_forgets_the_connection_and_all_its_subscriptions(
 
     removed = connections.close("c1")
 
-    assert removed == 1 + 2 * 30
+    assert removed == 2 + 2 * 30  # the connection, its entry under the tenant, both halves of each subscription
     assert connections.tenant_of("c1") is None
     assert connections.subscribers("tenant-a", "s0") == ["c2"]
     assert all(connections.subscribers("tenant-a", f"s{index}") == [] for index in range(1, 30))
-    assert item_count(dynamodb) == 3  # c2 and its one subscription's two halves
+    assert item_count(dynamodb) == OPEN_CONNECTION_ITEMS + 2  # c2 and its one subscription's two halves
     assert connections.close("c1") == 0
 
 
@@ -213,4 +217,47 @@ def test_unsubscribe_removes_the_halves_of_a_connection_that_never_counted(
     # When it is unsubscribed, Then both halves go and the count is not made negative
     connections.unsubscribe("c1", tenant="tenant-a", session_id="s1")
     assert connections.subscribers("tenant-a", "s1") == [] and connections.subscriptions_of("c1") == []
-    assert subscription_count(dynamodb, "c1") is None and item_count(dynamodb) == 1
+    assert subscription_count(dynamodb, "c1") is None and item_count(dynamodb) == OPEN_CONNECTION_ITEMS
+
+
+def open_count(client: DynamoDBClient, tenant: str) -> int | None:
+    item = client.get_item(TableName=CONNECTIONS_TABLE, Key={"pk": {"S": tenant_key(tenant)}, "sk": {"S": "count"}})
+    count = item.get("Item", {}).get("open_connections")
+    return int(count["N"]) if count else None
+
+
+def test_a_tenant_holds_at_most_its_limit_of_connections(
+    dynamodb: DynamoDBClient, connections: ConnectionsTable
+) -> None:
+    assert connections.open("c1", tenant="tenant-a", limit=2)
+    assert connections.open("c1", tenant="tenant-a", limit=2)  # a $connect delivered twice counts once
+    assert connections.open("c2", tenant="tenant-a", limit=2)
+    before = item_count(dynamodb)
+    # Full: refused with nothing written, while another tenant still connects
+    assert not connections.open("c3", tenant="tenant-a", limit=2)
+    assert item_count(dynamodb) == before and connections.tenant_of("c3") is None
+    assert connections.open("c4", tenant="tenant-b", limit=2)
+    # A close frees a place, once even when it comes twice (410 Gone, then $disconnect)
+    connections.close("c1")
+    connections.close("c1")
+    assert open_count(dynamodb, "tenant-a") == 1
+    assert connections.open("c3", tenant="tenant-a", limit=2)
+    assert (open_count(dynamodb, "tenant-a"), open_count(dynamodb, "tenant-b")) == (2, 1)
+    assert not connections.open("c5", tenant="tenant-a", limit=2)
+
+
+def test_a_count_left_high_by_a_lost_disconnect_is_set_right_at_the_limit(
+    dynamodb: DynamoDBClient, connections: ConnectionsTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    now = time.time()
+    # Given a tenant at its limit, one connection of which ended without $disconnect (its token expired)
+    assert connections.open("c1", tenant="tenant-a", limit=2, token_expires_at=int(now) + 60)
+    assert connections.open("c2", tenant="tenant-a", limit=2)
+    monkeypatch.setattr(time, "time", lambda: now + 61)
+    assert open_count(dynamodb, "tenant-a") == 2
+    # When another handshake comes, Then the count is set to the open connections and it gets the place
+    assert connections.open("c3", tenant="tenant-a", limit=2)
+    assert open_count(dynamodb, "tenant-a") == 2
+    assert not connections.open("c4", tenant="tenant-a", limit=2)  # two are really open

@@ -5,6 +5,8 @@ Layout (partition key ``pk``, sort key ``sk``, both strings; TTL on ``expires_at
     pk = connection#<connection id>    sk = connection                  the open connection, its tenant, its count
     pk = connection#<connection id>    sk = session#<tenant>#<session>  one of its subscriptions (for $disconnect)
     pk = session#<tenant>#<session>    sk = connection#<connection id>  the same subscription (for publishing)
+    pk = tenant#<tenant>               sk = connection#<connection id>  the connection, under its tenant
+    pk = tenant#<tenant>               sk = count                       how many connections the tenant has open
 
 So a session's subscribers are one Query on its partition, a connection's subscriptions are one Query on its own,
 and both halves of a subscription are written in one transaction that also checks the connection is open and
@@ -34,7 +36,12 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
 
     from mypy_boto3_dynamodb.client import DynamoDBClient
-    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, WriteRequestTypeDef
+    from mypy_boto3_dynamodb.type_defs import (
+        AttributeValueTypeDef,
+        TransactWriteItemTypeDef,
+        UpdateTypeDef,
+        WriteRequestTypeDef,
+    )
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +52,7 @@ MAX_KEY_BYTES = 2048
 
 _T = TypeVar("_T")
 _CONNECTION_SK = "connection"
+_COUNT_SK = "count"
 _COUNT_ONE_MORE = "SET subscription_count = if_not_exists(subscription_count, :zero) + :one"
 _BATCH_SIZE = 25
 _BATCH_ATTEMPTS = 3
@@ -66,6 +74,14 @@ def session_key(tenant: str, session_id: str) -> str:
         raise ValidationError(
             f"Tenant and session id are too long for the connections table (over {MAX_KEY_BYTES} bytes)"
         )
+    return key
+
+
+def tenant_key(tenant: str) -> str:
+    """The partition of a tenant's connections and their count."""
+    key = f"tenant#{_encode(tenant)}"
+    if len(key.encode("utf-8")) > MAX_KEY_BYTES:
+        raise ValidationError(f"The tenant is too long for the connections table (over {MAX_KEY_BYTES} bytes)")
     return key
 
 
@@ -130,25 +146,113 @@ class ConnectionsTable:
 
     # ------------------------------------------------------------ connections
 
-    def open(self, connection_id: str, *, tenant: str, token_expires_at: int | None = None) -> None:
+    def open(
+        self, connection_id: str, *, tenant: str, token_expires_at: int | None = None, limit: int | None = None
+    ) -> bool:
         """Record a connection the authorizer let in, with the tenant its token named.
 
         It lasts until the token expires (``token_expires_at``, epoch seconds) if that comes before the
         connection's own limit: after it the connection is not open here, so it can subscribe to nothing,
-        and its subscriptions, which last no longer than it, are not sent anything.
+        and its subscriptions, which last no longer than it, are not sent anything. False, with nothing
+        written, when ``tenant`` already has ``limit`` connections open: the count moves in the
+        transaction that records the connection, so parallel handshakes cannot pass it together, and
+        a count left high by a ``$disconnect`` that never came is set right when it reaches the limit.
         """
         if not tenant:
             raise ValidationError("A connection needs a tenant")
-        expires_at = self._expires_at(token_expires_at)
-        item = {
-            "pk": {"S": connection_key(connection_id)},
-            "sk": {"S": _CONNECTION_SK},
-            "connection_id": {"S": connection_id},
-            "tenant": {"S": tenant},
-            "connected_at": {"N": str(int(time.time()))},
-            "expires_at": {"N": str(expires_at)},
+        expires_at = str(self._expires_at(token_expires_at))
+        for attempt in range(2):
+            try:
+                self._dynamodb.transact_write_items(
+                    TransactItems=self._opening(connection_id, tenant, expires_at, limit)
+                )
+            except ClientError as exc:
+                failed = _conditions_failed(exc)
+                if _error_code(exc) != "TransactionCanceledException" or not failed:
+                    raise self._translate(exc, "record the connection") from exc
+                if 0 in failed:
+                    return True  # a $connect delivered twice: recorded and counted once
+                if attempt or not self._recount(tenant):
+                    return False
+            except BotoCoreError as exc:
+                raise self._translate(exc, "record the connection") from exc
+            else:
+                return True
+        return False
+
+    def _opening(
+        self, connection_id: str, tenant: str, expires_at: str, limit: int | None
+    ) -> list[TransactWriteItemTypeDef]:
+        """The connection's item, its entry under the tenant, and the tenant's count one higher (below ``limit``)."""
+        own_partition = connection_key(connection_id)
+        tenant_partition = tenant_key(tenant)
+        count: UpdateTypeDef = {
+            "TableName": self._table,
+            "Key": {"pk": {"S": tenant_partition}, "sk": {"S": _COUNT_SK}},
+            "UpdateExpression": "SET open_connections = if_not_exists(open_connections, :zero) + :one",
+            "ExpressionAttributeValues": {":zero": {"N": "0"}, ":one": {"N": "1"}},
         }
-        self._call("record the connection", lambda: self._dynamodb.put_item(TableName=self._table, Item=item))
+        if limit is not None:
+            count["ConditionExpression"] = "attribute_not_exists(open_connections) OR open_connections < :limit"
+            count["ExpressionAttributeValues"] = {":zero": {"N": "0"}, ":one": {"N": "1"}, ":limit": {"N": str(limit)}}
+        return [
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": {
+                        "pk": {"S": own_partition},
+                        "sk": {"S": _CONNECTION_SK},
+                        "connection_id": {"S": connection_id},
+                        "tenant": {"S": tenant},
+                        "connected_at": {"N": str(int(time.time()))},
+                        "expires_at": {"N": expires_at},
+                    },
+                    "ConditionExpression": "attribute_not_exists(pk)",
+                }
+            },
+            {
+                "Put": {
+                    "TableName": self._table,
+                    "Item": {
+                        "pk": {"S": tenant_partition},
+                        "sk": {"S": own_partition},
+                        "expires_at": {"N": expires_at},
+                    },
+                }
+            },
+            {"Update": count},
+        ]
+
+    def _recount(self, tenant: str) -> bool:
+        """Set the tenant's count to its open connections if it counts more; True when that freed a place.
+
+        A connection whose ``$disconnect`` never came, or whose token has expired, stays counted until
+        this runs: it runs only when the count reaches the limit, and reads the tenant's partition once.
+        """
+        counted: int | None = None
+        live = 0
+        for items in self._pages(tenant_key(tenant), "count the tenant's connections"):
+            for item in items:
+                if item["sk"]["S"] == _COUNT_SK:
+                    counted = int(item.get("open_connections", {}).get("N", "0"))
+                else:
+                    live += 1
+        if counted is None or live >= counted:
+            return False
+        try:
+            self._dynamodb.update_item(
+                TableName=self._table,
+                Key={"pk": {"S": tenant_key(tenant)}, "sk": {"S": _COUNT_SK}},
+                UpdateExpression="SET open_connections = :live",
+                ConditionExpression="open_connections = :counted",
+                ExpressionAttributeValues={":live": {"N": str(live)}, ":counted": {"N": str(counted)}},
+            )
+        except ClientError as exc:
+            if _error_code(exc) != "ConditionalCheckFailedException":
+                raise self._translate(exc, "count the tenant's connections") from exc
+        except BotoCoreError as exc:
+            raise self._translate(exc, "count the tenant's connections") from exc
+        return True  # set right here, or moved meanwhile by another handshake: worth one more try
 
     def tenant_of(self, connection_id: str) -> str | None:
         """The tenant of an open connection, or None when it is unknown or expired."""
@@ -181,8 +285,42 @@ class ConnectionsTable:
             keys.append((own_partition, sk))
             if sk != _CONNECTION_SK:
                 keys.append((sk, own_partition))  # the session-side half of the subscription
+            elif "tenant" in item:
+                keys.append((tenant_key(item["tenant"]["S"]), own_partition))  # its entry under the tenant
+                self._count_off(own_partition, item["tenant"]["S"])
         self._delete_all(keys)
         return len(keys)
+
+    def _count_off(self, own_partition: str, tenant: str) -> None:
+        """Remove the connection's item and count it off its tenant, once (a second close finds it gone)."""
+        tenant_partition = tenant_key(tenant)
+        try:
+            self._dynamodb.transact_write_items(
+                TransactItems=[
+                    {
+                        "Delete": {
+                            "TableName": self._table,
+                            "Key": {"pk": {"S": own_partition}, "sk": {"S": _CONNECTION_SK}},
+                            "ConditionExpression": "attribute_exists(pk)",
+                        }
+                    },
+                    {
+                        "Update": {
+                            "TableName": self._table,
+                            "Key": {"pk": {"S": tenant_partition}, "sk": {"S": _COUNT_SK}},
+                            "UpdateExpression": "SET open_connections = open_connections - :one",
+                            "ConditionExpression": "open_connections > :zero",
+                            "ExpressionAttributeValues": {":zero": {"N": "0"}, ":one": {"N": "1"}},
+                        }
+                    },
+                ]
+            )
+        except ClientError as exc:
+            if _error_code(exc) != "TransactionCanceledException" or not _conditions_failed(exc):
+                raise self._translate(exc, "forget the connection") from exc
+            # closed already, or counted by nobody (recorded before tenants counted): the deletes follow anyway
+        except BotoCoreError as exc:
+            raise self._translate(exc, "forget the connection") from exc
 
     # ---------------------------------------------------------- subscriptions
 
@@ -415,4 +553,11 @@ def _conditions_failed(exc: ClientError) -> set[int]:
     return {index for index, reason in enumerate(reasons) if reason.get("Code") == "ConditionalCheckFailed"}
 
 
-__all__ = ["CONNECTION_TTL_SECONDS", "ConnectionsTable", "connection_key", "default_dynamodb_client", "session_key"]
+__all__ = [
+    "CONNECTION_TTL_SECONDS",
+    "ConnectionsTable",
+    "connection_key",
+    "default_dynamodb_client",
+    "session_key",
+    "tenant_key",
+]

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+MAX_CONNECTIONS_PER_TENANT = 1000
+"""Connections one tenant may hold open at once by default (``LiveConnectionsPerTenant`` in template.yaml)."""
 NOT_OPEN = "This connection is not open (or has expired): reconnect"
 UNAVAILABLE = "Live status is unavailable right now: try again"
 
@@ -39,6 +41,8 @@ class WebSocketRoutes:
         The configured manager of a tenant (``Runtime.manager``).
     max_subscriptions:
         Subscriptions one connection may hold (as on the local server).
+    max_connections_per_tenant:
+        Connections one tenant may hold open at once, so one tenant cannot take the stage's capacity.
     """
 
     def __init__(
@@ -47,14 +51,21 @@ class WebSocketRoutes:
         manager_for: Callable[[str], SessionManager],
         *,
         max_subscriptions: int = MAX_SUBSCRIPTIONS_PER_CONNECTION,
+        max_connections_per_tenant: int = MAX_CONNECTIONS_PER_TENANT,
     ) -> None:
         self._connections = connections
         self._manager_for = manager_for
         self._max_subscriptions = max_subscriptions
+        self._max_connections_per_tenant = max_connections_per_tenant
 
-    def connect(self, connection_id: str, tenant: str, *, token_expires_at: int | None = None) -> None:
-        """Remember the connection and the tenant its verified token named, until that token expires."""
-        self._connections.open(connection_id, tenant=tenant, token_expires_at=token_expires_at)
+    def connect(self, connection_id: str, tenant: str, *, token_expires_at: int | None = None) -> bool:
+        """Remember the connection and the tenant its verified token named, until that token expires.
+
+        False, with nothing recorded, when the tenant already holds its most connections: refuse the handshake.
+        """
+        return self._connections.open(
+            connection_id, tenant=tenant, token_expires_at=token_expires_at, limit=self._max_connections_per_tenant
+        )
 
     def disconnect(self, connection_id: str) -> None:
         """Forget the connection and all its subscriptions."""
@@ -100,4 +111,4 @@ class WebSocketRoutes:
         return reply
 
 
-__all__ = ["NOT_OPEN", "UNAVAILABLE", "WebSocketRoutes"]
+__all__ = ["MAX_CONNECTIONS_PER_TENANT", "NOT_OPEN", "UNAVAILABLE", "WebSocketRoutes"]
