@@ -6,6 +6,7 @@ import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
 import boto3
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from mypy_boto3_dynamodb.client import DynamoDBClient
+    from threadloom.api.runtime import Runtime
 
 ROUTE_EVENTS = [name for name in event_names("") if not name.startswith("authorize")]
 AUTHORIZER_EVENTS = event_names("authorize")
@@ -190,14 +192,23 @@ class SlowWrites:
             return self._client.transact_write_items(**request)
 
 
-def test_parallel_subscribes_cannot_pass_the_cap_together(tmp_path: Path) -> None:
-    """The cap is checked in the transaction that writes the subscription, not by a read before it."""
-    sessions = [f"s-cap-{index}" for index in range(12)]
+@contextmanager
+def slow_connections_table(tmp_path: Path) -> Iterator[tuple[ConnectionsTable, Runtime]]:
+    """A moto connections table whose transactions take a network's time, and the seeded runtime."""
     with mock_aws():
         client = boto3.client("dynamodb", region_name="us-east-1")
         create_connections_table(client)
-        table = ConnectionsTable(CONNECTIONS_TABLE, client=cast("DynamoDBClient", SlowWrites(client)))
         runtime, _queue = seeded_runtime(tmp_path)
+        try:
+            yield ConnectionsTable(CONNECTIONS_TABLE, client=cast("DynamoDBClient", SlowWrites(client))), runtime
+        finally:
+            set_runtime(None)
+
+
+def test_parallel_subscribes_cannot_pass_the_cap_together(tmp_path: Path) -> None:
+    """The cap is checked in the transaction that writes the subscription, not by a read before it."""
+    sessions = [f"s-cap-{index}" for index in range(12)]
+    with slow_connections_table(tmp_path) as (table, runtime):
         registry = runtime.store.registry(TENANT)
         for session_id in sessions:
             registry.create("Watched", session_id=session_id)
@@ -216,7 +227,6 @@ def test_parallel_subscribes_cannot_pass_the_cap_together(tmp_path: Path) -> Non
             replies = list(pool.map(subscribe, sessions))
         held = table.subscriptions_of(CONNECTION)
         watched = [session_id for session_id in sessions if table.subscribers(TENANT, session_id)]
-        set_runtime(None)
     accepted = [reply for reply in replies if reply is not None and reply["type"] == "subscribed"]
     refused = [
         reply
@@ -234,11 +244,7 @@ def test_parallel_handshakes_of_one_tenant_cannot_pass_its_connection_limit(tmp_
     import threadloom_websocket
 
     ids = [f"conn-{index}=" for index in range(12)]
-    with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        create_connections_table(client)
-        table = ConnectionsTable(CONNECTIONS_TABLE, client=cast("DynamoDBClient", SlowWrites(client)))
-        runtime, _queue = seeded_runtime(tmp_path)
+    with slow_connections_table(tmp_path) as (table, runtime):
         threadloom_websocket.set_routes(WebSocketRoutes(table, runtime.manager, max_connections_per_tenant=3))
         start = threading.Barrier(len(ids))
 
@@ -257,7 +263,6 @@ def test_parallel_handshakes_of_one_tenant_cannot_pass_its_connection_limit(tmp_
         other["requestContext"]["authorizer"]["tenant"] = OTHER_TENANT
         other_status = invoke_routes(other)["statusCode"]
         threadloom_websocket.set_routes(None)
-        set_runtime(None)
     assert sorted(statuses) == [200] * 3 + [429] * 9
     assert len(opened) == 3
     assert other_status == 200

@@ -38,6 +38,8 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.client import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import (
         AttributeValueTypeDef,
+        DeleteTypeDef,
+        PutTypeDef,
         TransactWriteItemTypeDef,
         UpdateTypeDef,
         WriteRequestTypeDef,
@@ -53,7 +55,6 @@ MAX_KEY_BYTES = 2048
 _T = TypeVar("_T")
 _CONNECTION_SK = "connection"
 _COUNT_SK = "count"
-_COUNT_ONE_MORE = "SET subscription_count = if_not_exists(subscription_count, :zero) + :one"
 _BATCH_SIZE = 25
 _BATCH_ATTEMPTS = 3
 _CLIENT_CONFIG = Config(connect_timeout=0.5, read_timeout=1, retries={"mode": "standard", "total_max_attempts": 2})
@@ -162,22 +163,11 @@ class ConnectionsTable:
             raise ValidationError("A connection needs a tenant")
         expires_at = str(self._expires_at(token_expires_at))
         for attempt in range(2):
-            try:
-                self._dynamodb.transact_write_items(
-                    TransactItems=self._opening(connection_id, tenant, expires_at, limit)
-                )
-            except ClientError as exc:
-                failed = _conditions_failed(exc)
-                if _error_code(exc) != "TransactionCanceledException" or not failed:
-                    raise self._translate(exc, "record the connection") from exc
-                if 0 in failed:
-                    return True  # a $connect delivered twice: recorded and counted once
-                if attempt or not self._recount(tenant):
-                    return False
-            except BotoCoreError as exc:
-                raise self._translate(exc, "record the connection") from exc
-            else:
+            failed = self._transact(self._opening(connection_id, tenant, expires_at, limit), "record the connection")
+            if not failed or 0 in failed:  # recorded, or a $connect delivered twice: recorded and counted once
                 return True
+            if attempt or not self._recount(tenant):
+                return False
         return False
 
     def _opening(
@@ -186,41 +176,17 @@ class ConnectionsTable:
         """The connection's item, its entry under the tenant, and the tenant's count one higher (below ``limit``)."""
         own_partition = connection_key(connection_id)
         tenant_partition = tenant_key(tenant)
-        count: UpdateTypeDef = {
-            "TableName": self._table,
-            "Key": {"pk": {"S": tenant_partition}, "sk": {"S": _COUNT_SK}},
-            "UpdateExpression": "SET open_connections = if_not_exists(open_connections, :zero) + :one",
-            "ExpressionAttributeValues": {":zero": {"N": "0"}, ":one": {"N": "1"}},
+        connection: dict[str, AttributeValueTypeDef] = {
+            "connection_id": {"S": connection_id},
+            "tenant": {"S": tenant},
+            "connected_at": {"N": str(int(time.time()))},
+            "expires_at": {"N": expires_at},
         }
-        if limit is not None:
-            count["ConditionExpression"] = "attribute_not_exists(open_connections) OR open_connections < :limit"
-            count["ExpressionAttributeValues"] = {":zero": {"N": "0"}, ":one": {"N": "1"}, ":limit": {"N": str(limit)}}
+        below_limit = None if limit is None else _below("open_connections", limit)
         return [
-            {
-                "Put": {
-                    "TableName": self._table,
-                    "Item": {
-                        "pk": {"S": own_partition},
-                        "sk": {"S": _CONNECTION_SK},
-                        "connection_id": {"S": connection_id},
-                        "tenant": {"S": tenant},
-                        "connected_at": {"N": str(int(time.time()))},
-                        "expires_at": {"N": expires_at},
-                    },
-                    "ConditionExpression": "attribute_not_exists(pk)",
-                }
-            },
-            {
-                "Put": {
-                    "TableName": self._table,
-                    "Item": {
-                        "pk": {"S": tenant_partition},
-                        "sk": {"S": own_partition},
-                        "expires_at": {"N": expires_at},
-                    },
-                }
-            },
-            {"Update": count},
+            self._put(own_partition, _CONNECTION_SK, connection, new_only=True),
+            self._put(tenant_partition, own_partition, {"expires_at": {"N": expires_at}}),
+            self._counted(tenant_partition, _COUNT_SK, "open_connections", 1, below_limit),
         ]
 
     def _recount(self, tenant: str) -> bool:
@@ -293,34 +259,14 @@ class ConnectionsTable:
 
     def _count_off(self, own_partition: str, tenant: str) -> None:
         """Remove the connection's item and count it off its tenant, once (a second close finds it gone)."""
-        tenant_partition = tenant_key(tenant)
-        try:
-            self._dynamodb.transact_write_items(
-                TransactItems=[
-                    {
-                        "Delete": {
-                            "TableName": self._table,
-                            "Key": {"pk": {"S": own_partition}, "sk": {"S": _CONNECTION_SK}},
-                            "ConditionExpression": "attribute_exists(pk)",
-                        }
-                    },
-                    {
-                        "Update": {
-                            "TableName": self._table,
-                            "Key": {"pk": {"S": tenant_partition}, "sk": {"S": _COUNT_SK}},
-                            "UpdateExpression": "SET open_connections = open_connections - :one",
-                            "ConditionExpression": "open_connections > :zero",
-                            "ExpressionAttributeValues": {":zero": {"N": "0"}, ":one": {"N": "1"}},
-                        }
-                    },
-                ]
-            )
-        except ClientError as exc:
-            if _error_code(exc) != "TransactionCanceledException" or not _conditions_failed(exc):
-                raise self._translate(exc, "forget the connection") from exc
-            # closed already, or counted by nobody (recorded before tenants counted): the deletes follow anyway
-        except BotoCoreError as exc:
-            raise self._translate(exc, "forget the connection") from exc
+        # Already closed, or never counted (recorded before tenants counted): the deletes follow all the same.
+        self._transact(
+            [
+                self._delete(own_partition, _CONNECTION_SK, existing_only=True),
+                self._counted(tenant_key(tenant), _COUNT_SK, "open_connections", -1, ("open_connections > :zero", {})),
+            ],
+            "forget the connection",
+        )
 
     # ---------------------------------------------------------- subscriptions
 
@@ -345,62 +291,30 @@ class ConnectionsTable:
         own_partition = connection_key(connection_id)
         expires_at_text = str(self._expires_at(expires_at))
         condition = "#tenant = :tenant AND expires_at > :now"
-        values: dict[str, AttributeValueTypeDef] = {
-            ":tenant": {"S": tenant},
-            ":now": {"N": str(int(time.time()))},
-            ":zero": {"N": "0"},
-            ":one": {"N": "1"},
-        }
+        values: dict[str, AttributeValueTypeDef] = {":tenant": {"S": tenant}, ":now": {"N": str(int(time.time()))}}
         if limit is not None:
-            condition += " AND (attribute_not_exists(subscription_count) OR subscription_count < :limit)"
-            values[":limit"] = {"N": str(limit)}
-        try:
-            self._dynamodb.transact_write_items(
-                TransactItems=[
-                    {
-                        "Update": {
-                            "TableName": self._table,
-                            "Key": {"pk": {"S": own_partition}, "sk": {"S": _CONNECTION_SK}},
-                            "UpdateExpression": _COUNT_ONE_MORE,
-                            "ConditionExpression": condition,
-                            "ExpressionAttributeNames": {"#tenant": "tenant"},
-                            "ExpressionAttributeValues": values,
-                        }
-                    },
-                    {
-                        "Put": {
-                            "TableName": self._table,
-                            "Item": {
-                                "pk": {"S": own_partition},
-                                "sk": {"S": session_partition},
-                                "session_id": {"S": session_id},
-                                "expires_at": {"N": expires_at_text},
-                            },
-                            "ConditionExpression": "attribute_not_exists(pk)",  # held already: counted once
-                        }
-                    },
-                    {
-                        "Put": {
-                            "TableName": self._table,
-                            "Item": {
-                                "pk": {"S": session_partition},
-                                "sk": {"S": own_partition},
-                                "connection_id": {"S": connection_id},
-                                "expires_at": {"N": expires_at_text},
-                            },
-                        }
-                    },
-                ]
-            )
-        except ClientError as exc:
-            failed = _conditions_failed(exc)
-            if _error_code(exc) != "TransactionCanceledException" or not failed:
-                raise self._translate(exc, "subscribe") from exc
-            if failed == {1}:
-                return True
+            within, limit_value = _below("subscription_count", limit)
+            condition += f" AND ({within})"
+            values.update(limit_value)
+        failed = self._transact(
+            [
+                self._counted(own_partition, _CONNECTION_SK, "subscription_count", 1, (condition, values)),
+                self._put(  # held already: counted once
+                    own_partition,
+                    session_partition,
+                    {"session_id": {"S": session_id}, "expires_at": {"N": expires_at_text}},
+                    new_only=True,
+                ),
+                self._put(
+                    session_partition,
+                    own_partition,
+                    {"connection_id": {"S": connection_id}, "expires_at": {"N": expires_at_text}},
+                ),
+            ],
+            "subscribe",
+        )
+        if failed and failed != {1}:
             return self._refused_subscription(connection_id, tenant, session_partition)
-        except BotoCoreError as exc:
-            raise self._translate(exc, "subscribe") from exc
         return True
 
     def _refused_subscription(self, connection_id: str, tenant: str, session_partition: str) -> bool:
@@ -422,43 +336,19 @@ class ConnectionsTable:
         """Remove one subscription and count it off the connection (a no-op when there is none)."""
         session_partition = session_key(tenant, session_id)
         own_partition = connection_key(connection_id)
-        try:
-            self._dynamodb.transact_write_items(
-                TransactItems=[
-                    {
-                        "Delete": {
-                            "TableName": self._table,
-                            "Key": {"pk": {"S": own_partition}, "sk": {"S": session_partition}},
-                            "ConditionExpression": "attribute_exists(pk)",
-                        }
-                    },
-                    {
-                        "Delete": {
-                            "TableName": self._table,
-                            "Key": {"pk": {"S": session_partition}, "sk": {"S": own_partition}},
-                        }
-                    },
-                    {
-                        "Update": {
-                            "TableName": self._table,
-                            "Key": {"pk": {"S": own_partition}, "sk": {"S": _CONNECTION_SK}},
-                            "UpdateExpression": "SET subscription_count = subscription_count - :one",
-                            "ConditionExpression": "subscription_count > :zero",
-                            "ExpressionAttributeValues": {":zero": {"N": "0"}, ":one": {"N": "1"}},
-                        }
-                    },
-                ]
-            )
-        except ClientError as exc:
-            failed = _conditions_failed(exc)
-            if _error_code(exc) != "TransactionCanceledException" or not failed:
-                raise self._translate(exc, "unsubscribe") from exc
-            if 0 in failed:
-                return  # not subscribed
+        failed = self._transact(
+            [
+                self._delete(own_partition, session_partition, existing_only=True),
+                self._delete(session_partition, own_partition),
+                self._counted(
+                    own_partition, _CONNECTION_SK, "subscription_count", -1, ("subscription_count > :zero", {})
+                ),
+            ],
+            "unsubscribe",
+        )
+        if failed and 0 not in failed:
             # The connection is gone, or was opened before it counted: remove the halves all the same.
             self._delete_all([(session_partition, own_partition), (own_partition, session_partition)])
-        except BotoCoreError as exc:
-            raise self._translate(exc, "unsubscribe") from exc
 
     def subscriptions_of(self, connection_id: str) -> list[str]:
         """The session ids one connection is subscribed to."""
@@ -521,6 +411,56 @@ class ConnectionsTable:
             {"DeleteRequest": {"Key": dict(r["DeleteRequest"]["Key"])}} for r in unprocessed if "DeleteRequest" in r
         ]
 
+    def _transact(self, items: list[TransactWriteItemTypeDef], action: str) -> set[int]:
+        """Run one transaction; the positions of the items whose condition failed (none: it was written)."""
+        try:
+            self._dynamodb.transact_write_items(TransactItems=items)
+        except ClientError as exc:
+            failed = _conditions_failed(exc)
+            if _error_code(exc) == "TransactionCanceledException" and failed:
+                return failed
+            raise self._translate(exc, action) from exc
+        except BotoCoreError as exc:
+            raise self._translate(exc, action) from exc
+        return set()
+
+    def _put(
+        self, pk: str, sk: str, attributes: dict[str, AttributeValueTypeDef], *, new_only: bool = False
+    ) -> TransactWriteItemTypeDef:
+        put: PutTypeDef = {"TableName": self._table, "Item": {"pk": {"S": pk}, "sk": {"S": sk}, **attributes}}
+        if new_only:
+            put["ConditionExpression"] = "attribute_not_exists(pk)"
+        return {"Put": put}
+
+    def _delete(self, pk: str, sk: str, *, existing_only: bool = False) -> TransactWriteItemTypeDef:
+        delete: DeleteTypeDef = {"TableName": self._table, "Key": {"pk": {"S": pk}, "sk": {"S": sk}}}
+        if existing_only:
+            delete["ConditionExpression"] = "attribute_exists(pk)"
+        return {"Delete": delete}
+
+    def _counted(
+        self,
+        pk: str,
+        sk: str,
+        attribute: str,
+        step: int,
+        condition: tuple[str, dict[str, AttributeValueTypeDef]] | None = None,
+    ) -> TransactWriteItemTypeDef:
+        """An item's counter moved by ``step`` (from 0 when absent) if ``condition`` holds (``:zero`` is bound)."""
+        update: UpdateTypeDef = {
+            "TableName": self._table,
+            "Key": {"pk": {"S": pk}, "sk": {"S": sk}},
+            "UpdateExpression": f"SET {attribute} = if_not_exists({attribute}, :zero) + :step",
+            "ExpressionAttributeValues": {":zero": {"N": "0"}, ":step": {"N": str(step)}},
+        }
+        if condition is not None:
+            expression, values = condition
+            update["ConditionExpression"] = expression
+            update["ExpressionAttributeValues"] = {**update["ExpressionAttributeValues"], **values}
+            if "#tenant" in expression:
+                update["ExpressionAttributeNames"] = {"#tenant": "tenant"}
+        return {"Update": update}
+
     def _call(self, action: str, call: Callable[[], _T]) -> _T:
         try:
             return call()
@@ -545,6 +485,11 @@ def _expired(expires_at: str | None) -> bool:
 
 def _error_code(exc: ClientError) -> str:
     return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def _below(attribute: str, limit: int) -> tuple[str, dict[str, AttributeValueTypeDef]]:
+    """A condition that ``attribute`` (absent: 0) is below ``limit``."""
+    return f"attribute_not_exists({attribute}) OR {attribute} < :limit", {":limit": {"N": str(limit)}}
 
 
 def _conditions_failed(exc: ClientError) -> set[int]:
