@@ -22,8 +22,9 @@ same for every side, would hide the rest), interleaved, ``RUNS`` runs of ``SAMPL
 Then, per append: the WAL records that touch this database's relations (``pg_walinspect`` between two
 WAL positions, by record type), the function's own time (``track_functions``) and each statement
 inside it (``auto_explain`` loaded in the session, nested statements, ``log_analyze``; its timing adds
-overhead, so compare statements with each other). ``pg_stat_statements`` needs
-``shared_preload_libraries`` and a server restart, so it is not used.
+overhead, so compare statements with each other). ``pg_stat_statements`` needs ``shared_preload_libraries``
+and a server restart, so it is not used. Last, what the disk flush adds to a one-column INSERT, the raw INSERT
+and the shipped function, durable and not, alternating (the WAL each writes differs).
 
 Run: .venv/bin/python bench/postgres_append_floor.py   (PostgreSQL from TEST_DATABASE_URL; superuser)
 """
@@ -54,6 +55,7 @@ RUNS = 3
 SAMPLES = 300
 WAL_SAMPLES = 200
 EXPLAINED = 100
+FLUSH_RUNS = 4
 TEXT = "The quick brown fox jumps over the lazy dog while the agent takes careful notes. "
 SIGNATURE = (
     "p_session_id TEXT, p_id TEXT, p_role TEXT, p_content TEXT, p_tokens BIGINT, p_vector TEXT, "
@@ -239,6 +241,50 @@ def server_time(sides: Sides) -> None:
             print(f"  {statistics.median(values):6.1f}  {text:<80} {buffers[text]}")
 
 
+def flush_cost(sides: Sides) -> None:
+    """What the disk flush adds to each side's commit: the same statements durable and not, alternating.
+
+    The flush is ``XLogFlush`` at commit; on a VM whose flush is cheap it grows with the WAL the commit
+    writes, and then a statement that writes more pays more for it (docs/postgres.md).
+    """
+    connection = sides.connection
+    connection.execute("CREATE TABLE bench_one_column (x int)")
+
+    def one_column(item: dict[str, Any]) -> None:
+        connection.execute("INSERT INTO bench_one_column VALUES (1)", prepare=True)
+
+    actions = {
+        "a one-column INSERT": one_column,
+        "raw INSERT": sides.actions["raw INSERT"],
+        "shipped function": sides.actions["shipped function"],
+    }
+    medians: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for run in range(FLUSH_RUNS):
+        for commit in ("on", "off"):
+            connection.execute(f"SET synchronous_commit = {commit}")
+            samples: dict[str, list[float]] = defaultdict(list)
+            for index in range(SAMPLES):
+                item = message(f"flush-{run}-{commit}-{index}")
+                for name, action in actions.items():
+                    started = time.perf_counter()
+                    action(item)
+                    samples[name].append((time.perf_counter() - started) * 1_000_000)
+            for name, values in samples.items():
+                medians[(name, commit)].append(statistics.median(values))
+    connection.execute("SET synchronous_commit = off")
+    print(
+        f"\nthe disk flush: p50 in µs durable and without it ({FLUSH_RUNS} rounds of {SAMPLES}, alternating; "
+        "the flush is the difference, median (range))"
+    )
+    for name in actions:
+        durable, unflushed = medians[(name, "on")], medians[(name, "off")]
+        flush = [on - off for on, off in zip(durable, unflushed, strict=True)]
+        print(
+            f"  {name:<22} durable {statistics.median(durable):6.1f}  without {statistics.median(unflushed):6.1f}"
+            f"  flush {statistics.median(flush):6.1f} ({min(flush):.0f}-{max(flush):.0f})"
+        )
+
+
 def main() -> int:
     url = os.environ.get("TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
     with scratch_postgres(url) as scratch:
@@ -257,6 +303,7 @@ def main() -> int:
         timings(sides)
         wal(sides)
         server_time(sides)
+        flush_cost(sides)
         sides.connection.close()
         store.close()
         prepared_store.close()
