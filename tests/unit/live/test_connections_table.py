@@ -8,7 +8,7 @@ import boto3
 import pytest
 from moto import mock_aws
 from threadloom.errors import NotFoundError, StorageUnavailableError, ValidationError
-from threadloom.live.aws.connections import ConnectionsTable, session_key, tenant_key
+from threadloom.live.aws.connections import RECOUNT_SECONDS, ConnectionsTable, session_key, tenant_key
 
 from tests.support.connections import CONNECTIONS_TABLE, create_connections_table
 
@@ -261,3 +261,30 @@ def test_a_count_left_high_by_a_lost_disconnect_is_set_right_at_the_limit(
     assert connections.open("c3", tenant="tenant-a", limit=2)
     assert open_count(dynamodb, "tenant-a") == 2
     assert not connections.open("c4", tenant="tenant-a", limit=2)  # two are really open
+
+
+def test_a_tenant_held_at_its_limit_is_counted_again_at_most_once_a_minute(
+    dynamodb: DynamoDBClient, connections: ConnectionsTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    queries: list[str] = []
+    dynamodb.meta.events.register(
+        "provide-client-params.dynamodb.Query",
+        lambda params, **_: queries.append(params["ExpressionAttributeValues"][":pk"]["S"]),
+    )
+    now = time.time()
+    # Given a tenant at its limit of two, both connections really open
+    assert connections.open("c1", tenant="tenant-a", limit=2)
+    assert connections.open("c2", tenant="tenant-a", limit=2)
+    # When handshakes keep coming, Then the tenant's partition is read once, not once per handshake
+    for attempt in range(5):
+        assert not connections.open(f"extra-{attempt}", tenant="tenant-a", limit=2)
+    assert queries.count(tenant_key("tenant-a")) == 1
+    # And a minute later, with one connection gone without $disconnect, the next handshake counts again
+    monkeypatch.setattr(time, "time", lambda: now + RECOUNT_SECONDS + 1)
+    dynamodb.delete_item(
+        TableName=CONNECTIONS_TABLE, Key={"pk": {"S": tenant_key("tenant-a")}, "sk": {"S": "connection#c1"}}
+    )
+    assert connections.open("c3", tenant="tenant-a", limit=2)
+    assert queries.count(tenant_key("tenant-a")) == 2

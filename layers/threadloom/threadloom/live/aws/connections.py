@@ -51,6 +51,8 @@ CONNECTION_TTL_SECONDS = 2 * 3600 + 300
 """API Gateway's maximum WebSocket connection duration (2 h) plus a margin."""
 MAX_KEY_BYTES = 2048
 """DynamoDB's partition key limit."""
+RECOUNT_SECONDS = 60
+"""How often a tenant held at its connection limit may have its connections counted again."""
 
 _T = TypeVar("_T")
 _CONNECTION_SK = "connection"
@@ -193,11 +195,23 @@ class ConnectionsTable:
         """Set the tenant's count to its open connections if it counts more; True when that freed a place.
 
         A connection whose ``$disconnect`` never came, or whose token has expired, stays counted until
-        this runs: it runs only when the count reaches the limit, and reads the tenant's partition once.
+        this runs: it runs only when the count reaches the limit, at most once per ``RECOUNT_SECONDS``
+        for a tenant (a tenant held at its limit cannot make every handshake read its partition), and
+        reads the tenant's partition once.
         """
+        partition = tenant_key(tenant)
+        now = int(time.time())
+        claimed = self._set_count(
+            partition,
+            "SET recounted_at = :now",
+            "attribute_not_exists(recounted_at) OR recounted_at <= :since",
+            {":now": {"N": str(now)}, ":since": {"N": str(now - RECOUNT_SECONDS)}},
+        )
+        if not claimed:
+            return False
         counted: int | None = None
         live = 0
-        for items in self._pages(tenant_key(tenant), "count the tenant's connections"):
+        for items in self._pages(partition, "count the tenant's connections"):
             for item in items:
                 if item["sk"]["S"] == _COUNT_SK:
                     counted = int(item.get("open_connections", {}).get("N", "0"))
@@ -205,20 +219,33 @@ class ConnectionsTable:
                     live += 1
         if counted is None or live >= counted:
             return False
+        self._set_count(
+            partition,
+            "SET open_connections = :live",
+            "open_connections = :counted",
+            {":live": {"N": str(live)}, ":counted": {"N": str(counted)}},
+        )
+        return True  # set right here, or moved meanwhile by another handshake: worth one more try
+
+    def _set_count(
+        self, partition: str, expression: str, condition: str, values: dict[str, AttributeValueTypeDef]
+    ) -> bool:
+        """One conditional update of a tenant's count item; False when its condition did not hold."""
         try:
             self._dynamodb.update_item(
                 TableName=self._table,
-                Key={"pk": {"S": tenant_key(tenant)}, "sk": {"S": _COUNT_SK}},
-                UpdateExpression="SET open_connections = :live",
-                ConditionExpression="open_connections = :counted",
-                ExpressionAttributeValues={":live": {"N": str(live)}, ":counted": {"N": str(counted)}},
+                Key={"pk": {"S": partition}, "sk": {"S": _COUNT_SK}},
+                UpdateExpression=expression,
+                ConditionExpression=condition,
+                ExpressionAttributeValues=values,
             )
         except ClientError as exc:
             if _error_code(exc) != "ConditionalCheckFailedException":
                 raise self._translate(exc, "count the tenant's connections") from exc
+            return False
         except BotoCoreError as exc:
             raise self._translate(exc, "count the tenant's connections") from exc
-        return True  # set right here, or moved meanwhile by another handshake: worth one more try
+        return True
 
     def tenant_of(self, connection_id: str) -> str | None:
         """The tenant of an open connection, or None when it is unknown or expired."""
@@ -500,6 +527,7 @@ def _conditions_failed(exc: ClientError) -> set[int]:
 
 __all__ = [
     "CONNECTION_TTL_SECONDS",
+    "RECOUNT_SECONDS",
     "ConnectionsTable",
     "connection_key",
     "default_dynamodb_client",
