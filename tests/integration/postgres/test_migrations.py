@@ -227,3 +227,30 @@ def test_an_upgrade_to_0033_gives_every_stored_session_its_minute_and_the_sweeps
     finally:
         admin.close()
         store.close()
+
+
+def test_an_upgrade_to_0034_counts_the_sessions_each_namespace_already_holds(fresh_database: str) -> None:
+    # Given a database at version 33 holding sessions in two namespaces
+    store = PostgresStore(url_for(fresh_database))
+    admin = admin_connection(fresh_database)
+    try:
+        apply_postgres_migrations(store.database, [m for m in postgres_migrations() if m.version < 34])
+        now = datetime.now(UTC)
+        for index, namespace in enumerate(["alice"] * 3 + ["bob"] * 2):
+            admin.run(
+                "INSERT INTO threadloom_sessions (id, namespace, name, created_at, updated_at, activity_seq) "
+                "VALUES (:id, :namespace, 'old', :now, :now, :seq)",
+                id=f"session-{index}",
+                namespace=namespace,
+                now=now,
+                seq=index + 1,
+            )
+        # When it migrates, Then each namespace's count is what it holds, and keeps up from there
+        assert 34 in store.migrate()
+        assert SessionManager(store, namespace="alice").count() == 3
+        assert SessionManager(store, namespace="bob").count() == 2
+        SessionManager(store, namespace="bob").create("new")
+        assert SessionManager(store, namespace="bob").count() == 3
+    finally:
+        admin.close()
+        store.close()

@@ -521,7 +521,10 @@ class PostgresSql(SqlDialect):
     get_session = f"SELECT {_SESSION_COLUMNS} FROM threadloom_sessions WHERE namespace = :namespace AND id = :id"
     session_subject = "SELECT subject_id FROM threadloom_sessions WHERE namespace = :namespace AND id = :id"
     session_required = "SELECT threadloom_require_session(:namespace, :id, :check_subject, :subject)"
-    count_sessions = "SELECT COUNT(*) FROM threadloom_sessions WHERE namespace = :namespace"
+    # The namespace's count as its triggers keep it (migration 0034): one row, not a scan of the namespace.
+    count_sessions = (
+        "SELECT COALESCE((SELECT sessions FROM threadloom_namespace_sessions WHERE namespace = :namespace), 0)"
+    )
     get_setting = "SELECT value FROM threadloom_settings WHERE name = :name"
     list_sessions = (
         f"SELECT {_SESSION_COLUMNS} FROM threadloom_sessions WHERE namespace = :namespace "

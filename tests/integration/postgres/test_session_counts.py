@@ -1,0 +1,101 @@
+"""A namespace's session count is one row its triggers keep exact (0034), not a scan of the namespace.
+
+The searchable-history block renders "<n> sessions available for search." into a session's first
+prompt. Counting the namespace's rows made every new session's open O(sessions the tenant holds);
+``bench/session_count_at_scale.py`` measures that. These tests pin the count through every way a
+session comes and goes, in parallel too, and that reading it reads one row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from threadloom.core.manager import SessionManager
+from threadloom.storage.postgres.sql import PostgresSql
+
+from tests.support.messages import text_message
+from tests.support.postgres import plan
+
+pytestmark = pytest.mark.postgres
+
+
+def counted(admin: Any) -> dict[str, int]:
+    return {
+        str(namespace): int(sessions)
+        for namespace, sessions in admin.run(
+            "SELECT namespace, sessions FROM threadloom_namespace_sessions WHERE sessions <> 0"
+        )
+    }
+
+
+def stored(admin: Any) -> dict[str, int]:
+    return {
+        str(namespace): int(sessions)
+        for namespace, sessions in admin.run("SELECT namespace, count(*) FROM threadloom_sessions GROUP BY namespace")
+    }
+
+
+def test_the_count_follows_creations_forks_deletions_and_bulk_deletes(
+    make_store: Callable[[], Any], admin: Any
+) -> None:
+    store = make_store()
+    alice, bob = SessionManager(store, namespace="alice"), SessionManager(store, namespace="bob")
+    ids = [alice.create(f"a{index}").id for index in range(5)]
+    bob.create("b0")
+    alice.append(ids[0], text_message("m1", "hello"))
+    alice.fork(ids[0], "m1", "a fork")
+    assert counted(admin) == stored(admin) == {"alice": 6, "bob": 1}
+    assert alice.count() == len(alice.list()) == 6 and bob.count() == 1
+    # A deletion, and one statement deleting several sessions (as a retention sweep does)
+    assert alice.delete(ids[1])
+    admin.run("DELETE FROM threadloom_sessions WHERE namespace = 'alice' AND id = ANY(:ids)", ids=ids[2:4])
+    assert counted(admin) == stored(admin) == {"alice": 3, "bob": 1}
+    assert alice.count() == 3
+    # A namespace emptied reads 0, and one never used reads 0 too
+    admin.run("DELETE FROM threadloom_sessions WHERE namespace = 'bob'")
+    assert bob.count() == 0 and SessionManager(store, namespace="nobody").count() == 0
+
+
+def test_parallel_creations_in_one_namespace_are_each_counted(make_store: Callable[[], Any], admin: Any) -> None:
+    def create_ten(worker: int) -> None:
+        manager = SessionManager(make_store(), namespace="tenant")
+        for index in range(10):
+            manager.create(f"w{worker}-{index}")
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        list(pool.map(create_ten, range(6)))
+    assert counted(admin) == stored(admin) == {"tenant": 60}
+
+
+def test_the_first_prompt_names_the_count_without_reading_the_namespace(
+    make_store: Callable[[], Any], admin: Any
+) -> None:
+    # Given sessions stored straight into the table (as an import or another process stores them)
+    store = make_store()
+    manager = SessionManager(store, namespace="tenant").with_searchable_history("history")
+    session_id = manager.create("watched").id
+    now = datetime.now(UTC)
+    for index in range(3):
+        admin.run(
+            "INSERT INTO threadloom_sessions (id, namespace, name, created_at, updated_at, activity_seq) "
+            "VALUES (:id, 'tenant', 'bulk', :now, :now, :seq)",
+            id=f"bulk-{index}",
+            now=now,
+            seq=100 + index,
+        )
+    # Then a new session's first prompt counts them, and the count reads one row, not the namespace's
+    prompt = manager.get_session(session_id).freeze_system_prompt()
+    assert "4 sessions available for search." in prompt
+    explained = plan(admin, PostgresSql.count_sessions.replace(":namespace", "'tenant'"))
+    assert "threadloom_namespace_sessions" in explained and "threadloom_sessions " not in explained + " "
+
+
+def test_a_session_cannot_move_to_another_namespace(make_store: Callable[[], Any], admin: Any) -> None:
+    session_id = SessionManager(make_store(), namespace="alice").create("mine").id
+    with pytest.raises(Exception, match="cannot move to another namespace"):
+        admin.run("UPDATE threadloom_sessions SET namespace = 'mallory' WHERE id = :id", id=session_id)
+    assert counted(admin) == stored(admin) == {"alice": 1}
