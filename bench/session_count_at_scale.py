@@ -106,13 +106,13 @@ def main() -> int:
         for round_ in range(ROUNDS):
             for trigger in ("with", "without"):
                 state = "ENABLE" if trigger == "with" else "DISABLE"
-                connection.execute(f"ALTER TABLE threadloom_sessions {state} TRIGGER threadloom_sessions_counted_in")
+                connection.execute(f"ALTER TABLE threadloom_sessions {state} TRIGGER threadloom_sessions_counted")
                 users.create(f"warm-create-{trigger}-{round_}")
                 for index in range(CREATES // ROUNDS):
                     started = time.perf_counter()
                     users.create(f"create-{trigger}-{round_}-{index}")
                     creations[trigger].append((time.perf_counter() - started) * 1_000_000)
-        connection.execute("ALTER TABLE threadloom_sessions ENABLE TRIGGER threadloom_sessions_counted_in")
+        connection.execute("ALTER TABLE threadloom_sessions ENABLE TRIGGER threadloom_sessions_counted")
         with_count, without_count = statistics.median(creations["with"]), statistics.median(creations["without"])
         print(
             f"a session's creation (p50, µs, {CREATES} each way in {ROUNDS} alternating rounds): with the count's "

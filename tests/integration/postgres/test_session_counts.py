@@ -8,6 +8,7 @@ session comes and goes, in parallel too, and that reading it reads one row.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -99,3 +100,24 @@ def test_a_session_cannot_move_to_another_namespace(make_store: Callable[[], Any
     with pytest.raises(Exception, match="cannot move to another namespace"):
         admin.run("UPDATE threadloom_sessions SET namespace = 'mallory' WHERE id = :id", id=session_id)
     assert counted(admin) == stored(admin) == {"alice": 1}
+
+
+def test_a_long_transaction_that_created_a_session_holds_back_no_other_creation(
+    make_store: Callable[[], Any], admin: Any
+) -> None:
+    # Given a transaction that created a session in the namespace and is still at work (as an import is)
+    SessionManager(make_store(), namespace="tenant").create("first")
+    admin.run("START TRANSACTION")
+    try:
+        admin.run(
+            "INSERT INTO threadloom_sessions (id, namespace, name, created_at, updated_at, activity_seq) "
+            "VALUES ('importing', 'tenant', 'import', now(), now(), 1000)"
+        )
+        # When another process creates a session in the same namespace, Then it does not wait for it
+        started = time.monotonic()
+        SessionManager(make_store(), namespace="tenant").create("meanwhile")
+        waited = time.monotonic() - started
+    finally:
+        admin.run("COMMIT")
+    assert waited < 1.0
+    assert counted(admin) == stored(admin) == {"tenant": 3}
