@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from threadloom import ReadOnlyBlockError, Session
+from threadloom.errors import QuotaExceededError
 
 from tests.support.messages import load_part, text_message
 
@@ -162,3 +163,38 @@ def test_search_provider_block_on_store(store: Any) -> None:
     tools["set_context"].execute({"label": "knowledge", "content": "Dogs bark", "metadata": {"title": "Cats"}})
     assert tools["search_context"].execute({"label": "knowledge", "query": "cat"}) == "No results found."
     assert session.get_context_block("knowledge").content == "1 entries indexed."  # type: ignore[union-attr]
+
+
+def test_search_entries_are_listed_read_and_removed_with_their_terms(make_store: Any) -> None:
+    """What the model stored under a search block can be seen and taken back, and its terms go with it."""
+    provider = make_store().search_provider(scope="tenant-a", max_entries=3)
+    provider.init("knowledge")
+    for key, content in (("beta", "The lighthouse keeper"), ("alpha", "Tides and moons"), ("gamma", "Gulls")):
+        provider.set(key, content)
+    other = make_store().search_provider(scope="tenant-b")
+    other.init("knowledge")
+    other.set("alpha", "Tenant B's own lighthouse")
+
+    assert [entry.key for entry in provider.entries(limit=10)] == ["alpha", "beta", "gamma"]
+    assert [entry.key for entry in provider.entries(after="alpha", limit=1)] == ["beta"]
+    beta = provider.entry("beta")
+    assert beta is not None and beta.content == "The lighthouse keeper"
+    assert beta.created_at.endswith("Z") and beta.updated_at >= beta.created_at
+    with pytest.raises(QuotaExceededError):
+        provider.set("delta", "over the quota")
+
+    assert provider.delete("beta") is True
+    assert provider.delete("beta") is False
+    assert provider.entry("beta") is None
+    assert provider.search("lighthouse") is None  # its terms left the index with it
+    assert provider.get() == "2 entries indexed."
+    provider.set("delta", "Another lighthouse")  # the quota has room again
+    assert provider.search("lighthouse") == "[delta]\nAnother lighthouse"
+    assert provider.delete("gamma") is True
+    provider.set("beta", "The lighthouse keeper, again")  # a removed key can come back
+    assert provider.search("keeper") == "[beta]\nThe lighthouse keeper, again"
+
+    # Another tenant's entry under the same label and key was never touched, and cannot be reached.
+    assert other.search("lighthouse") == "[alpha]\nTenant B's own lighthouse"
+    assert [entry.key for entry in other.entries(limit=10)] == ["alpha"]
+    assert provider.entry("alpha") is not None and provider.entry("alpha").content == "Tides and moons"  # type: ignore[union-attr]

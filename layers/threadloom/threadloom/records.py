@@ -112,6 +112,16 @@ class BlockVersion:
 
 
 @dataclass(frozen=True, slots=True)
+class SearchEntry:
+    """One keyed entry of a searchable block: what the model stored with ``set_context``, and when."""
+
+    key: str
+    content: str
+    created_at: str
+    updated_at: str
+
+
+@dataclass(frozen=True, slots=True)
 class Proposal:
     """A memory edit a reflection proposed, as the HTTP API shows it (docs/reflection.md).
 

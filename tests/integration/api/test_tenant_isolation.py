@@ -41,6 +41,8 @@ QUERIES: dict[str, dict[str, str]] = {
     "searchAll": {"q": SECRET},
     "searchSession": {"q": SECRET},
     "getHistory": {"leafId": "m4"},
+    "getKnowledgeEntry": {"key": "a-knowledge"},
+    "deleteKnowledgeEntry": {"key": "a-knowledge"},
 }
 TENANT_WIDE = {
     "health",
@@ -51,6 +53,7 @@ TENANT_WIDE = {
     "importSessionsFromS3",
     "eraseSubject",
     "openSession",
+    "listKnowledgeEntries",
 }
 """Operations not addressed to one session: they answer, but with nothing of A's."""
 ODD_CLAIMS = [
@@ -107,6 +110,7 @@ def snapshot() -> list[Any]:
         f"/sessions/{A_SESSION}/compactions",
         f"/sessions/{A_SESSION}/messages/m2",
         "/sessions",
+        "/knowledge/knowledge",
     ):
         status, body = call("GET", path, tenant=A)
         assert status == 200, (path, body)
@@ -132,7 +136,8 @@ def operations() -> list[tuple[str, str, str]]:
 
 def aimed_at_a(path: str, compaction_id: str) -> str:
     return (
-        path.replace("{sessionId}", A_SESSION)
+        path.replace("/knowledge/{label}", "/knowledge/knowledge")
+        .replace("{sessionId}", A_SESSION)
         .replace("{messageId}", "m2")
         .replace("{label}", "memory")
         .replace("{toolName}", "set_context")

@@ -18,6 +18,7 @@ from threadloom.records import (  # noqa: TC001
     BlockVersion,
     CompactionState,
     ContextBlock,
+    SearchEntry,
     SearchResult,
     SessionInfo,
     SessionOverview,
@@ -531,6 +532,26 @@ class BlockHistoryPage(ApiModel):
     """Versions newest first, cut at ``limit`` or the byte budget; ``nextCursor`` continues with older ones."""
 
     versions: list[BlockVersionOut]
+    next_cursor: str | None = None
+
+
+class SearchEntryOut(ApiModel):
+    """One keyed entry of a searchable block, as the model stored it with ``set_context``."""
+
+    key: str
+    content: str
+    created_at: str
+    updated_at: str
+
+    @classmethod
+    def of(cls, entry: SearchEntry) -> SearchEntryOut:
+        return cls(key=entry.key, content=entry.content, created_at=entry.created_at, updated_at=entry.updated_at)
+
+
+class SearchEntryPage(ApiModel):
+    """Entries in key order, cut at ``limit`` or the byte budget; ``nextCursor`` continues after the last."""
+
+    entries: list[SearchEntryOut]
     next_cursor: str | None = None
 
 

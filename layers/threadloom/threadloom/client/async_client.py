@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     import httpx
 
-    from threadloom.records import Message, SearchResult, SessionInfo, StoredCompaction
+    from threadloom.records import Message, SearchEntry, SearchResult, SessionInfo, StoredCompaction
 
 
 class AsyncThreadloomClient:
@@ -191,6 +191,25 @@ class AsyncThreadloomClient:
     async def search(self, query: str, *, limit: int = 20) -> builtins.list[SearchResult]:
         """Search across the tenant's sessions."""
         return await self._http.run(ops.search(query, limit))
+
+    # -------------------------------------------------------------- knowledge
+
+    async def knowledge_page(
+        self, label: str, *, limit: int, cursor: str | None = None
+    ) -> tuple[builtins.list[SearchEntry], str | None]:
+        """One page of a searchable block's entries (the tenant's, shared by its sessions), in key order."""
+        return await self._http.run(ops.knowledge_page(label, limit, cursor))
+
+    def iter_knowledge(self, label: str, *, page_size: int | None = None) -> AsyncIterator[SearchEntry]:
+        """Every entry of the searchable block ``label``, a page fetched at a time."""
+        return self._http.pages(lambda cursor: ops.knowledge_page(label, page_size or self.page_size, cursor))
+
+    async def knowledge_entry(self, label: str, key: str) -> SearchEntry | None:
+        return await self._http.run(ops.knowledge_entry(label, key))
+
+    async def delete_knowledge_entry(self, label: str, key: str) -> bool:
+        """Remove an entry and its search terms; False when there was none."""
+        return await self._http.run(ops.delete_knowledge_entry(label, key))
 
 
 __all__ = ["AsyncThreadloomClient"]

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     import httpx
 
-    from threadloom.records import Message, SearchResult, SessionInfo, StoredCompaction
+    from threadloom.records import Message, SearchEntry, SearchResult, SessionInfo, StoredCompaction
     from threadloom.tools.base import Tool
 
 
@@ -219,6 +219,25 @@ class ThreadloomClient:
         """``session_search`` over the tenant's sessions, formatted exactly as the library's."""
         tool = build_session_search_tool(lambda query, limit: self.search(query, limit=limit))
         return {tool.name: tool}
+
+    # -------------------------------------------------------------- knowledge
+
+    def knowledge_page(
+        self, label: str, *, limit: int, cursor: str | None = None
+    ) -> tuple[builtins.list[SearchEntry], str | None]:
+        """One page of a searchable block's entries (the tenant's, shared by its sessions), in key order."""
+        return self._http.run(ops.knowledge_page(label, limit, cursor))
+
+    def iter_knowledge(self, label: str, *, page_size: int | None = None) -> Iterator[SearchEntry]:
+        """Every entry of the searchable block ``label``, a page fetched at a time."""
+        return self._http.pages(lambda cursor: ops.knowledge_page(label, page_size or self.page_size, cursor))
+
+    def knowledge_entry(self, label: str, key: str) -> SearchEntry | None:
+        return self._http.run(ops.knowledge_entry(label, key))
+
+    def delete_knowledge_entry(self, label: str, key: str) -> bool:
+        """Remove an entry and its search terms; False when there was none."""
+        return self._http.run(ops.delete_knowledge_entry(label, key))
 
 
 __all__ = ["ThreadloomClient"]

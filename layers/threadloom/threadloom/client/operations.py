@@ -4,6 +4,9 @@ An operation is a generator: it yields the requests it needs (:class:`Call`, :cl
 and is sent each decoded answer, or has the typed exception thrown into it, and returns the
 method's result. ``ThreadloomClient`` drives it with httpx's ``Client``, ``AsyncThreadloomClient``
 with ``AsyncClient``; neither knows a route, a body or an answer's shape.
+
+Over 400 lines because every operation of the API the client offers is here, each a few lines,
+so that the two clients share one copy.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ if TYPE_CHECKING:
         Message,
         Proposal,
         ReflectResult,
+        SearchEntry,
         SearchResult,
         SessionInfo,
         StoredCompaction,
@@ -348,6 +352,29 @@ def revert_context(session_id: str, label: str, version: int, based_on_version: 
     if based_on_version is not None:
         body["basedOnVersion"] = based_on_version
     return wire.context_block((yield Call("POST", _route(session_id, "context", label, "revert"), body=body)))
+
+
+# -------------------------------------------------------------- knowledge
+
+
+def knowledge_page(label: str, limit: int, cursor: str | None) -> Op[Page[SearchEntry]]:
+    out = yield Call("GET", path("knowledge", label), params={"limit": limit, "cursor": cursor})
+    return [wire.search_entry(item) for item in out["entries"]], out.get("nextCursor") or None
+
+
+def knowledge_entry(label: str, key: str) -> Op[SearchEntry | None]:
+    try:
+        return wire.search_entry((yield Call("GET", path("knowledge", label, "entry"), params={"key": key})))
+    except NotFoundError:
+        return None
+
+
+def delete_knowledge_entry(label: str, key: str) -> Op[bool]:
+    try:
+        yield Call("DELETE", path("knowledge", label, "entry"), params={"key": key}, idempotent=True)
+    except NotFoundError:
+        return False
+    return True
 
 
 # ------------------------------------------------------------- reflection

@@ -10,6 +10,7 @@ from threadloom.records import (
     ContextBlock,
     Proposal,
     ReflectResult,
+    SearchEntry,
     SearchResult,
     SessionInfo,
     StoredCompaction,
@@ -66,6 +67,12 @@ def context_block(body: dict[str, Any]) -> ContextBlock:
         is_searchable=bool(body["isSearchable"]),
         scope=body.get("scope", "session"),
         version=body.get("version"),
+    )
+
+
+def search_entry(body: dict[str, Any]) -> SearchEntry:
+    return SearchEntry(
+        key=body["key"], content=body["content"], created_at=body["createdAt"], updated_at=body["updatedAt"]
     )
 
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import uuid
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from threadloom.core.keys import LEGACY_KEYED_SESSION_NAMESPACE
 from threadloom.core.session import Session
 from threadloom.errors import NotFoundError, SessionChangedError, SessionNotFoundError, ValidationError
 from threadloom.limits import DEFAULT_LIMITS, Limits, check_text
+from threadloom.providers.protocols import is_search_entry_store
 from threadloom.records import OMITTED, Omitted
 from threadloom.tools.session_search import build_session_search_tool, format_history_results
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
     from threadloom.compaction.function import CompactFunction
     from threadloom.compaction.queue import CompactionQueue
-    from threadloom.providers.protocols import BlockRead, ContextProvider, WritableContextProvider
+    from threadloom.providers.protocols import BlockRead, ContextProvider, SearchEntryStore, WritableContextProvider
     from threadloom.records import (
         AppendResult,
         BlockScope,
@@ -212,6 +213,20 @@ class SessionManager:
     def with_compaction_queue(self, queue: CompactionQueue) -> SessionManager:
         self._queue = queue
         return self
+
+    def search_entries(self, label: str) -> SearchEntryStore:
+        """The store behind the searchable block ``label`` shared by this namespace's sessions.
+
+        Its entries belong to the namespace, not to a session, so they are read and removed here.
+        Raises ``NotFoundError`` for a label that is no such block.
+        """
+        for name, options in self._contexts:
+            provider = options["provider"]
+            if name == label and is_search_entry_store(provider):
+                store = cast("SearchEntryStore", provider)
+                store.init(label)  # what wiring the block into a session does too
+                return store
+        raise NotFoundError(f'No searchable block "{label}" in this namespace')
 
     # --------------------------------------------------------------- sessions
 

@@ -13,7 +13,15 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from threadloom.limits import Limits
-    from threadloom.records import AppendResult, BlockChange, BlockVersion, Message, SearchResult, StoredCompaction
+    from threadloom.records import (
+        AppendResult,
+        BlockChange,
+        BlockVersion,
+        Message,
+        SearchEntry,
+        SearchResult,
+        StoredCompaction,
+    )
 
 
 @runtime_checkable
@@ -195,6 +203,26 @@ class HistoryCopyingSessionProvider(Protocol):
     def copy_history(self, at_message_id: str, target_session_id: str, *, limits: Limits) -> list[str]: ...
 
 
+class SearchEntryStore(Protocol):
+    """A search provider whose keyed entries can be read back and removed (both SQL backends)."""
+
+    label: str
+
+    def init(self, label: str) -> None: ...
+
+    def entries(self, *, after: str = "", limit: int) -> list[SearchEntry]: ...
+
+    def entry(self, key: str) -> SearchEntry | None: ...
+
+    def delete(self, key: str) -> bool: ...
+
+
+def is_search_entry_store(provider: object) -> bool:
+    """True for a search provider that can list, read and delete its entries."""
+    methods = ("search", "entries", "entry", "delete")
+    return all(_has_callable(provider, name) for name in methods)
+
+
 def _has_callable(provider: object, name: str) -> bool:
     return provider is not None and callable(getattr(provider, name, None))
 
@@ -221,12 +249,14 @@ __all__ = [
     "HistoryCopyingSessionProvider",
     "ReadChannel",
     "RegistryCheckedSessionProvider",
+    "SearchEntryStore",
     "SearchProvider",
     "SearchableSessionProvider",
     "SessionProvider",
     "SkillProvider",
     "VersionedContextProvider",
     "WritableContextProvider",
+    "is_search_entry_store",
     "is_search_provider",
     "is_skill_provider",
     "is_writable_provider",

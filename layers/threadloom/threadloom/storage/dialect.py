@@ -146,6 +146,10 @@ class SqlDialect:
     unindex_entry: ClassVar[str]
     index_entry: ClassVar[str]
     search_entries: ClassVar[str]
+    #: A label's entries in key order after ``:after``, at most ``:limit``: key, content, created, updated.
+    entries_page: ClassVar[str]
+    get_entry: ClassVar[str]
+    delete_entry: ClassVar[str]
 
     # Loaded skills (contract D7).
     get_loaded_skills: ClassVar[str]

@@ -8,6 +8,8 @@ from threadloom.clock import utc_now
 from threadloom.errors import QuotaExceededError
 from threadloom.jscompat import js_trim
 from threadloom.providers.protocols import BlockRead
+from threadloom.records import SearchEntry
+from threadloom.storage.database import to_timestamp_text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -76,6 +78,34 @@ class SqlSearchProvider:
             tx.execute(self._sql.upsert_entry, {**params, "content": content, "now": utc_now()})
             index = self._sql.entry_statement(tx, self._sql.index_entry, self.scope)
             tx.execute(index, {**params, **self._sql.index_params(content)})
+
+    def entries(self, *, after: str = "", limit: int) -> list[SearchEntry]:
+        """The label's entries in key order, the first ``limit`` after the key ``after``: what is stored, to read."""
+        rows = self._database.query_once(self._sql.entries_page, {**self._params(), "after": after, "limit": limit})
+        return [_entry(row) for row in rows]
+
+    def entry(self, key: str) -> SearchEntry | None:
+        rows = self._database.query_once(self._sql.get_entry, {**self._params(), "key": key})
+        return _entry(rows[0]) if rows else None
+
+    def delete(self, key: str) -> bool:
+        """Remove one entry and its index terms; False when there was none.
+
+        The reference has no way to take an entry back, so a wrong or personal fact the model
+        stored would stay searchable for good, and a label at ``max_entries`` could never take
+        a new key. The session prompts frozen before keep their entry count until refreshed.
+        """
+        params = {**self._params(), "key": key}
+        with self._database.write() as tx:
+            if self._sql.unindex_entry:
+                tx.execute(self._sql.entry_statement(tx, self._sql.unindex_entry, self.scope), params)
+            return bool(tx.query(self._sql.delete_entry, params))
+
+
+def _entry(row: Sequence[Any]) -> SearchEntry:
+    return SearchEntry(
+        key=row[0], content=row[1], created_at=to_timestamp_text(row[2]), updated_at=to_timestamp_text(row[3])
+    )
 
 
 def _describe_count(rows: Sequence[Sequence[Any]]) -> str | None:

@@ -494,6 +494,17 @@ class SqliteSql(SqlDialect):
     )
 
     count_entries = "SELECT COUNT(*) FROM threadloom_search_entries WHERE scope = :scope AND label = :label"
+    entries_page = (
+        "SELECT key, content, created_at, updated_at FROM threadloom_search_entries "
+        "WHERE scope = :scope AND label = :label AND key > :after ORDER BY key LIMIT :limit"
+    )
+    get_entry = (
+        "SELECT key, content, created_at, updated_at FROM threadloom_search_entries "
+        "WHERE scope = :scope AND label = :label AND key = :key"
+    )
+    delete_entry = (
+        "DELETE FROM threadloom_search_entries WHERE scope = :scope AND label = :label AND key = :key RETURNING key"
+    )
     entry_exists = "SELECT 1 FROM threadloom_search_entries WHERE scope = :scope AND label = :label AND key = :key"
     upsert_entry = (
         "INSERT INTO threadloom_search_entries (scope, label, key, content, created_at, updated_at) "
