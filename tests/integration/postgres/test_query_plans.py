@@ -289,3 +289,36 @@ def test_the_history_function_keeps_a_walk_that_probes_the_primary_key_per_step(
     assert "Hash Join" not in walk and "Bitmap Heap Scan" not in walk, walk
     assert "threadloom_messages_pkey" in walk, walk
     assert len(admin.run("SELECT * FROM threadloom_history('long', NULL)")) == 2_000
+
+
+def test_a_registry_row_is_read_by_its_primary_key_in_a_tenant_newer_than_the_last_analyze(
+    admin: Any, make_store: Callable[[], Any]
+) -> None:
+    # Given statistics gathered while the registry held another tenant's sessions only (as autovacuum
+    # leaves them until 10% of the table changed), then a new tenant whose sessions are forks, so the
+    # index on (namespace, parent) holds them all
+    store = make_store()
+    old = SessionManager.create(store, namespace="old")
+    for index in range(50):
+        old.create(f"old {index}")
+    admin.run("ANALYZE threadloom_sessions")
+    new = SessionManager.create(store, namespace="new")
+    root = new.create("root")
+    new.append(root.id, text_message("r1"))
+    target = [new.fork(root.id, "r1", f"fork {index}").id for index in range(200)][100]
+    # Then the tenant check of a request probes the primary key and filters on the namespace (before
+    # migration 0035 the planner took the parent index and read all 201 of the tenant's sessions)
+    by_key = "Index Scan using threadloom_sessions_pkey"
+    for statement in (PostgresSql.get_session, PostgresSql.session_subject):
+        text = _natural_plan(admin, statement, namespace="new", id=target)
+        assert by_key in text and "Filter: (namespace = 'new'::text)" in text, text
+    # And so does the activity stamp of an append through the HTTP API, in the plan PL/pgSQL keeps
+    for index in range(7):  # past PL/pgSQL's five custom plans, to the generic one it then keeps
+        new.append(target, text_message(f"warm{index}"))
+    plans = function_plans(
+        admin,
+        f"SELECT threadloom_append_registered_message('new', '{target}', 'x1', 'user', "
+        "'{\"id\":\"x1\",\"role\":\"user\",\"parts\":[]}', 1, '', true, NULL, NULL, now(), NULL, false, NULL)",
+    )
+    stamp = plans.split("Update on threadloom_sessions", 1)[1].split("Query Text", 1)[0]
+    assert by_key in stamp and "by_parent" not in stamp, stamp
