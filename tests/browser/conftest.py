@@ -51,6 +51,7 @@ blocks:
   - {label: soul, kind: static, description: Who you are, content: You are a ship's navigator.}
   - {label: memory, kind: writable, description: Facts learned about the user, max_tokens: 200}
   - {label: skills, kind: skills}
+  - {label: knowledge, kind: search, description: Facts worth finding}
 compaction: {threshold: 3000, protect_head: 1, tail_token_budget: 40, min_tail_messages: 2}
 searchable_history: history
 reflection: {enabled: true, block: memory, approval: required, extractor: {kind: offline}, after_compaction: false}

@@ -74,7 +74,10 @@ def test_an_entry_is_read_and_removed_with_its_search_terms(runtime: Runtime) ->
     assert search("keeper") == "No results found."
     assert [e["key"] for e in call("GET", "/knowledge/knowledge")[1]["entries"]] == ["harbour"]
     assert "[harbour]" in search("tide")
-    # A session's frozen prompt keeps the count it was frozen with; a refresh shows the new one.
+    # The session's blocks are read again (this process held them loaded), and a refresh of its frozen
+    # prompt shows the new count too.
+    blocks = call("GET", f"/sessions/{SESSION}/context")[1]["blocks"]
+    assert [b["content"] for b in blocks if b["label"] == "knowledge"] == ["1 entries indexed."]
     refreshed = call("POST", f"/sessions/{SESSION}/system-prompt/refresh")[1]["systemPrompt"]
     assert "1 entries indexed." in refreshed
 

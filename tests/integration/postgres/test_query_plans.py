@@ -318,7 +318,7 @@ def test_a_registry_row_is_read_by_its_primary_key_in_a_tenant_newer_than_the_la
     plans = function_plans(
         admin,
         f"SELECT threadloom_append_registered_message('new', '{target}', 'x1', 'user', "
-        "'{\"id\":\"x1\",\"role\":\"user\",\"parts\":[]}', 1, '', true, NULL, NULL, now(), NULL, false, NULL)",
+        '\'{"id":"x1","role":"user","parts":[]}\', 1, \'\', true, NULL, NULL, now(), NULL, false, NULL)',
     )
     stamp = plans.split("Update on threadloom_sessions", 1)[1].split("Query Text", 1)[0]
     assert by_key in stamp and "by_parent" not in stamp, stamp

@@ -228,6 +228,17 @@ class SessionManager:
                 return store
         raise NotFoundError(f'No searchable block "{label}" in this namespace')
 
+    def delete_search_entry(self, label: str, key: str) -> bool:
+        """Remove one entry of the searchable block ``label``; False when there was none.
+
+        The sessions this manager holds loaded their blocks (the "<n> entries indexed." line)
+        once; they are dropped so that the next use reads them again, as a new process would.
+        """
+        deleted = self.search_entries(label).delete(key)
+        if deleted:
+            self._sessions.clear()
+        return deleted
+
     # --------------------------------------------------------------- sessions
 
     def get_session(self, session_id: str) -> Session:

@@ -136,6 +136,14 @@ export const api = {
   /** Make `version` current again (a new version); `basedOnVersion` refuses it when the block moved on. */
   revertBlock: (id, label, version, basedOnVersion) =>
     request("POST", `/sessions/${enc(id)}/context/${enc(label)}/revert`, { version, basedOnVersion }),
+  /** One page of a searchable block's entries (the tenant's), in key order. */
+  knowledgeEntries: (label, { cursor, limit = 20 } = {}) => {
+    const query = new URLSearchParams({ limit: String(limit) });
+    if (cursor) query.set("cursor", cursor);
+    return request("GET", `/knowledge/${enc(label)}?${query}`);
+  },
+  deleteKnowledgeEntry: (label, key) =>
+    request("DELETE", `/knowledge/${enc(label)}/entry?${new URLSearchParams({ key })}`),
   contextWindow: (id) => request("GET", `/sessions/${enc(id)}/context-window`),
   refreshPrompt: (id) => request("POST", `/sessions/${enc(id)}/system-prompt/refresh`),
   tools: (id) => request("GET", `/sessions/${enc(id)}/tools`),

@@ -4,6 +4,7 @@
 import { api } from "./api.js";
 import { diffView } from "./diff-view.js";
 import { renderHistory } from "./history.js";
+import { renderKnowledge } from "./knowledge.js";
 import { append, clear, fmtNumber, h, usageBar } from "./dom.js";
 import { busy, errorBox, notify, showError } from "./ui.js";
 
@@ -62,6 +63,7 @@ function blockCard(block, ctx, error, reload, openHistories) {
     h("pre", { class: "block-content" }, block.content || "(empty)"),
     block.writable ? h("p", { class: "block-proposals notice-inline warn small", dataset: { label: block.label }, hidden: true }) : null,
   ]);
+  if (block.isSearchable && block.writable) return withEntries(card, block, reload, openHistories);
   if (!editable) return card;
   const textarea = h("textarea", { name: "content", rows: 4, "aria-label": `New content for ${block.label}` }, block.content);
   const mode = h("select", { name: "mode", "aria-label": "How to write" }, h("option", { value: "replace" }, "Replace the content"), h("option", { value: "append" }, "Append to the content"));
@@ -104,6 +106,30 @@ function blockCard(block, ctx, error, reload, openHistories) {
   historyButton.addEventListener("click", () => showHistory(history.hidden));
   card.append(h("div", { class: "row" }, editButton, historyButton), form, history);
   if (openHistories.has(block.label)) showHistory(true);
+  return card;
+}
+
+/** A knowledge block's card with a toggle for its entries (open across reloads, like a history). */
+function withEntries(card, block, reload, openPanels) {
+  const panelKey = `entries:${block.label}`;
+  const entriesId = `entries-${block.label}`;
+  const entries = h("section", { class: "block-entries", id: entriesId, hidden: true });
+  const toggle = h("button", { type: "button", class: "show-entries", "aria-expanded": "false", "aria-controls": entriesId }, `Entries of ${block.label}`);
+  const show = (open) => {
+    entries.hidden = !open;
+    toggle.setAttribute("aria-expanded", String(open));
+    clear(entries);
+    if (open) {
+      openPanels.add(panelKey);
+      renderKnowledge(entries, block, { onRemoved: async () => {
+        await reload();
+        document.getElementById(`${entriesId}-title`)?.focus();
+      } });
+    } else openPanels.delete(panelKey);
+  };
+  toggle.addEventListener("click", () => show(entries.hidden));
+  card.append(h("div", { class: "row" }, toggle), entries);
+  if (openPanels.has(panelKey)) show(true);
   return card;
 }
 

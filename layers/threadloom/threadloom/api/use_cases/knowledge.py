@@ -40,6 +40,6 @@ def search_entry(manager: SessionManager, label: str, key: str) -> SearchEntryOu
 
 
 def delete_search_entry(manager: SessionManager, label: str, key: str) -> Deleted:
-    if not manager.search_entries(label).delete(key):
+    if not manager.delete_search_entry(label, key):
         raise NotFoundError(f'No entry "{key}" in block "{label}"')
     return Deleted()
