@@ -199,7 +199,7 @@ class Limits:
             raise ValidationError(f"The {what} is longer than {self.max_id_chars} characters")
         if not _ID_PATTERN.fullmatch(value) or not value.strip("."):
             raise ValidationError(
-                f"The {what} {_shown(value)} may only use the characters {ID_ALPHABET} (and not only dots),"
+                f"The {what} {shown(value)} may only use the characters {ID_ALPHABET} (and not only dots),"
                 " so that it can be used in a URL path"
             )
         return value
@@ -266,7 +266,7 @@ class Limits:
         """A fork copies at most ``max_fork_messages`` messages in one request (413 beyond)."""
         if messages > self.max_fork_messages:
             raise PayloadTooLargeError(
-                f"The history up to message {_shown(at_message_id)} holds {messages} messages; "
+                f"The history up to message {shown(at_message_id)} holds {messages} messages; "
                 f"a fork copies at most {self.max_fork_messages}"
             )
 
@@ -351,7 +351,8 @@ def text_bytes(value: str, what: str) -> int:
         ) from None
 
 
-def _shown(value: str) -> str:
+def shown(value: str) -> str:
+    """A caller's text as an error message quotes it: at most 40 characters, unprintable ones escaped."""
     shown = value if len(value) <= 40 else value[:40] + "…"
     return ascii(shown) if not shown.isprintable() or not _encodable(shown) else repr(shown)
 

@@ -85,7 +85,7 @@ def test_an_entry_is_read_and_removed_with_its_search_terms(runtime: Runtime) ->
 def test_labels_that_are_not_searchable_blocks_and_bad_input_are_refused(runtime: Runtime) -> None:
     for label in ("memory", "skills", "nothing-here"):
         status, body = call("GET", f"/knowledge/{label}")
-        assert (status, body["error"]["message"]) == (404, f'No searchable block "{label}" in this namespace')
+        assert (status, body["error"]["message"]) == (404, f"No searchable block '{label}' in this namespace")
         assert call("DELETE", f"/knowledge/{label}/entry", query={"key": "x"})[0] == 404
     status, body = call("GET", "/knowledge/knowledge/entry")
     assert status == 422 and "key" in body["error"]["message"]

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 from threadloom.core.keys import LEGACY_KEYED_SESSION_NAMESPACE
 from threadloom.core.session import Session
 from threadloom.errors import NotFoundError, SessionChangedError, SessionNotFoundError, ValidationError
-from threadloom.limits import DEFAULT_LIMITS, Limits, check_text
+from threadloom.limits import DEFAULT_LIMITS, Limits, check_text, shown
 from threadloom.providers.protocols import is_search_entry_store
 from threadloom.records import OMITTED, Omitted
 from threadloom.tools.session_search import build_session_search_tool, format_history_results
@@ -226,7 +226,7 @@ class SessionManager:
                 store = cast("SearchEntryStore", provider)
                 store.init(label)  # what wiring the block into a session does too
                 return store
-        raise NotFoundError(f'No searchable block "{label}" in this namespace')
+        raise NotFoundError(f"No searchable block {shown(label)} in this namespace")
 
     def delete_search_entry(self, label: str, key: str) -> bool:
         """Remove one entry of the searchable block ``label``; False when there was none.

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from threadloom.api.models import Deleted, SearchEntryOut, SearchEntryPage
 from threadloom.api.paging import anchor_cursor, cursor_anchor, model_size, page_size, page_within
 from threadloom.errors import NotFoundError
+from threadloom.limits import shown
 
 if TYPE_CHECKING:
     from threadloom.core.manager import SessionManager
@@ -35,11 +36,11 @@ def search_entries(
 def search_entry(manager: SessionManager, label: str, key: str) -> SearchEntryOut:
     entry = manager.search_entries(label).entry(key)
     if entry is None:
-        raise NotFoundError(f'No entry "{key}" in block "{label}"')
+        raise NotFoundError(f"No entry {shown(key)} in block {shown(label)}")
     return SearchEntryOut.of(entry)
 
 
 def delete_search_entry(manager: SessionManager, label: str, key: str) -> Deleted:
     if not manager.delete_search_entry(label, key):
-        raise NotFoundError(f'No entry "{key}" in block "{label}"')
+        raise NotFoundError(f"No entry {shown(key)} in block {shown(label)}")
     return Deleted()
