@@ -52,7 +52,7 @@ function breakdown(win) {
   return h("section", { class: "card", "aria-labelledby": "breakdown-title" }, h("h3", { id: "breakdown-title" }, "What the model will see"), bar, table, h("p", { class: "muted small" }, "Estimates use the same heuristic as automatic compaction (about 4 characters or 0.77 words per token)."));
 }
 
-function blockCard(block, ctx, error, reload, openHistories) {
+function blockCard(block, ctx, error, reload, openPanels) {
   const card = h("section", { class: "card block", dataset: { label: block.label }, "aria-labelledby": `block-${block.label}` });
   const editable = block.writable && !block.isSkill && !block.isSearchable;
   // append() from dom.js skips null; Element.append would print it as the text "null".
@@ -63,7 +63,7 @@ function blockCard(block, ctx, error, reload, openHistories) {
     h("pre", { class: "block-content" }, block.content || "(empty)"),
     block.writable ? h("p", { class: "block-proposals notice-inline warn small", dataset: { label: block.label }, hidden: true }) : null,
   ]);
-  if (block.isSearchable && block.writable) return withEntries(card, block, reload, openHistories);
+  if (block.isSearchable && block.writable) return withEntries(card, block, reload, openPanels);
   if (!editable) return card;
   const textarea = h("textarea", { name: "content", rows: 4, "aria-label": `New content for ${block.label}` }, block.content);
   const mode = h("select", { name: "mode", "aria-label": "How to write" }, h("option", { value: "replace" }, "Replace the content"), h("option", { value: "append" }, "Append to the content"));
@@ -88,49 +88,56 @@ function blockCard(block, ctx, error, reload, openHistories) {
     }, error);
   });
   // The history stays open across reloads (a revert reloads the panel), so it shows the new version.
-  const historyId = `history-${block.label}`;
-  const history = h("section", { class: "block-history", id: historyId, hidden: true });
-  const historyButton = h("button", { type: "button", class: "show-history", "aria-expanded": "false", "aria-controls": historyId }, `History of ${block.label}`);
-  const showHistory = (open) => {
-    history.hidden = !open;
-    historyButton.setAttribute("aria-expanded", String(open));
-    clear(history);
-    if (open) {
-      openHistories.add(block.label);
-      renderHistory(history, ctx, block, { onReverted: async () => {
-        await reload();
-        document.getElementById(`${historyId}-title`)?.focus();
-      } });
-    } else openHistories.delete(block.label);
-  };
-  historyButton.addEventListener("click", () => showHistory(history.hidden));
-  card.append(h("div", { class: "row" }, editButton, historyButton), form, history);
-  if (openHistories.has(block.label)) showHistory(true);
+  const history = togglePanel({
+    id: `history-${block.label}`,
+    kind: "history",
+    buttonText: `History of ${block.label}`,
+    openPanels,
+    reload,
+    render: (section, afterChange) => renderHistory(section, ctx, block, { onReverted: afterChange }),
+  });
+  card.append(h("div", { class: "row" }, editButton, history.button), form, history.section);
+  history.restore();
   return card;
 }
 
 /** A knowledge block's card with a toggle for its entries (open across reloads, like a history). */
 function withEntries(card, block, reload, openPanels) {
-  const panelKey = `entries:${block.label}`;
-  const entriesId = `entries-${block.label}`;
-  const entries = h("section", { class: "block-entries", id: entriesId, hidden: true });
-  const toggle = h("button", { type: "button", class: "show-entries", "aria-expanded": "false", "aria-controls": entriesId }, `Entries of ${block.label}`);
-  const show = (open) => {
-    entries.hidden = !open;
-    toggle.setAttribute("aria-expanded", String(open));
-    clear(entries);
-    if (open) {
-      openPanels.add(panelKey);
-      renderKnowledge(entries, block, { onRemoved: async () => {
-        await reload();
-        document.getElementById(`${entriesId}-title`)?.focus();
-      } });
-    } else openPanels.delete(panelKey);
-  };
-  toggle.addEventListener("click", () => show(entries.hidden));
-  card.append(h("div", { class: "row" }, toggle), entries);
-  if (openPanels.has(panelKey)) show(true);
+  const entries = togglePanel({
+    id: `entries-${block.label}`,
+    kind: "entries",
+    buttonText: `Entries of ${block.label}`,
+    openPanels,
+    reload,
+    render: (section, afterChange) => renderKnowledge(section, block, { onRemoved: afterChange }),
+  });
+  card.append(h("div", { class: "row" }, entries.button), entries.section);
+  entries.restore();
   return card;
+}
+
+/**
+ * A section under a block card that a button opens and closes, and that stays open when the panel
+ * reloads (`openPanels` remembers it by `id`). `render(section, afterChange)` fills it; `afterChange`
+ * reloads the panel and puts the focus back on the section's heading (`<id>-title`).
+ */
+function togglePanel({ id, kind, buttonText, openPanels, reload, render }) {
+  const section = h("section", { class: `block-${kind}`, id, hidden: true });
+  const button = h("button", { type: "button", class: `show-${kind}`, "aria-expanded": "false", "aria-controls": id }, buttonText);
+  const show = (open) => {
+    section.hidden = !open;
+    button.setAttribute("aria-expanded", String(open));
+    clear(section);
+    if (open) {
+      openPanels.add(id);
+      render(section, async () => {
+        await reload();
+        document.getElementById(`${id}-title`)?.focus();
+      });
+    } else openPanels.delete(id);
+  };
+  button.addEventListener("click", () => show(section.hidden));
+  return { button, section, restore: () => { if (openPanels.has(id)) show(true); } };
 }
 
 /** Fill the Context panel; returns its refresh function. */
@@ -138,7 +145,7 @@ export function renderContext(panel, ctx) {
   const error = errorBox();
   const body = h("div", { class: "stack-v" });
   const refreshButton = h("button", { type: "button" }, "Reload");
-  const openHistories = new Set();
+  const openPanels = new Set();
   panel.append(h("div", { class: "panel-head" }, h("h2", {}, "Context window"), refreshButton), error, body);
 
   async function reload() {
@@ -147,7 +154,7 @@ export function renderContext(panel, ctx) {
       showError(error, null);
       clear(body);
       body.append(breakdown(win));
-      for (const block of blocks) body.append(blockCard(block, ctx, error, reload, openHistories));
+      for (const block of blocks) body.append(blockCard(block, ctx, error, reload, openPanels));
       if (ctx.drawBlockNotes) ctx.drawBlockNotes(body);
       const skills = h("section", { class: "card", "aria-labelledby": "skills-title" }, h("h3", { id: "skills-title" }, "Loaded skills"));
       if (!win.loadedSkills.length) skills.append(h("p", { class: "muted" }, "None loaded. Load one with the load_context tool (Actions)."));
