@@ -254,3 +254,31 @@ def test_an_upgrade_to_0034_counts_the_sessions_each_namespace_already_holds(fre
     finally:
         admin.close()
         store.close()
+
+
+def test_an_upgrade_to_0036_counts_the_entries_each_block_already_holds(fresh_database: str) -> None:
+    # Given a database at version 35 holding entries of two tenants' blocks
+    store = PostgresStore(url_for(fresh_database))
+    admin = admin_connection(fresh_database)
+    try:
+        apply_postgres_migrations(store.database, [m for m in postgres_migrations() if m.version < 36])
+        now = datetime.now(UTC)
+        for index, scope in enumerate(["alice"] * 3 + ["bob"] * 2):
+            admin.run(
+                "INSERT INTO threadloom_search_entries (scope, label, key, content, created_at, updated_at) "
+                "VALUES (:scope, 'knowledge', :key, 'old', :now, :now)",
+                scope=scope,
+                key=f"key-{index}",
+                now=now,
+            )
+        # When it migrates, Then each block's count is what it holds, and keeps up from there
+        assert 36 in store.migrate()
+        alice, bob = store.search_provider(scope="alice"), store.search_provider(scope="bob")
+        alice.init("knowledge")
+        bob.init("knowledge")
+        assert (alice.get(), bob.get()) == ("3 entries indexed.", "2 entries indexed.")
+        bob.set("new", "text")
+        assert bob.get() == "3 entries indexed."
+    finally:
+        admin.close()
+        store.close()

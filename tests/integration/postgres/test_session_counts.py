@@ -121,3 +121,76 @@ def test_a_long_transaction_that_created_a_session_holds_back_no_other_creation(
         admin.run("COMMIT")
     assert waited < 1.0
     assert counted(admin) == stored(admin) == {"tenant": 3}
+
+
+def count_row_writes(admin: Any, table: str) -> int:
+    """Rows of ``table`` this transaction inserted or updated so far."""
+    rows = admin.run(
+        "SELECT pg_stat_get_xact_tuples_inserted(CAST(:t AS regclass)) "
+        "+ pg_stat_get_xact_tuples_updated(CAST(:t AS regclass))",
+        t=table,
+    )
+    return int(rows[0][0])
+
+
+def test_a_transaction_creating_many_sessions_writes_the_count_row_once(
+    make_store: Callable[[], Any], admin: Any
+) -> None:
+    # Given a namespace that already holds a session
+    SessionManager(make_store(), namespace="tenant").create("first")
+    # When one transaction creates 600 (one statement of 500, then 100 one by one, as an import does) and
+    # deletes one of them
+    admin.run("START TRANSACTION")
+    try:
+        insert = (
+            "INSERT INTO threadloom_sessions (id, namespace, name, created_at, updated_at, activity_seq) "
+            "SELECT 'bulk-' || g, 'tenant', 'bulk', now(), now(), 1000 + g FROM generate_series(1, :n) AS g"
+        )
+        admin.run(insert, n=500)
+        for index in range(100):
+            admin.run(
+                "INSERT INTO threadloom_sessions (id, namespace, name, created_at, updated_at, activity_seq) "
+                "VALUES (:id, 'tenant', 'one', now(), now(), :seq)",
+                id=f"one-{index}",
+                seq=5000 + index,
+            )
+        admin.run("DELETE FROM threadloom_sessions WHERE id = 'bulk-1'")
+        admin.run("SET CONSTRAINTS ALL IMMEDIATE")  # the deferred triggers run now, as at the commit
+        # Then the count row was written once for the transaction (0034 wrote it 601 times, each finding the
+        # row again through every earlier version: a commit that grew with the square of the sessions)
+        writes = count_row_writes(admin, "threadloom_namespace_sessions")
+    finally:
+        admin.run("COMMIT")
+    assert writes == 1
+    assert counted(admin) == stored(admin) == {"tenant": 600}
+
+
+def test_a_rolled_back_savepoint_takes_its_sessions_out_of_the_count(make_store: Callable[[], Any], admin: Any) -> None:
+    insert = (
+        "INSERT INTO threadloom_sessions (id, namespace, name, created_at, updated_at, activity_seq) "
+        "VALUES (:id, 'tenant', 'n', now(), now(), :seq)"
+    )
+    admin.run("START TRANSACTION")
+    try:
+        admin.run(insert, id="kept", seq=1)
+        admin.run("SAVEPOINT before_more")
+        admin.run(insert, id="undone-1", seq=2)
+        admin.run(insert, id="undone-2", seq=3)
+        admin.run("ROLLBACK TO SAVEPOINT before_more")
+        admin.run(insert, id="created-and-deleted", seq=4)
+        admin.run("DELETE FROM threadloom_sessions WHERE id = 'created-and-deleted'")
+    finally:
+        admin.run("COMMIT")
+    assert counted(admin) == stored(admin) == {"tenant": 1}
+
+
+def test_a_row_whose_change_was_never_noted_is_still_counted(make_store: Callable[[], Any], admin: Any) -> None:
+    # A transaction that began before migration 0036 runs 0034's triggers only: nothing is noted for it
+    admin.run("ALTER TABLE threadloom_sessions DISABLE TRIGGER threadloom_sessions_noted")
+    try:
+        manager = SessionManager(make_store(), namespace="tenant")
+        ids = [manager.create(f"s{index}").id for index in range(3)]
+        manager.delete(ids[0])
+    finally:
+        admin.run("ALTER TABLE threadloom_sessions ENABLE TRIGGER threadloom_sessions_noted")
+    assert counted(admin) == stored(admin) == {"tenant": 2}

@@ -488,7 +488,10 @@ class PostgresSql(SqlDialect):
         ":message_ids, :request_id, :note, CAST(:now AS timestamptz)) ON CONFLICT DO NOTHING"
     )
 
-    count_entries = "SELECT COUNT(*) FROM threadloom_search_entries WHERE scope = :scope AND label = :label"
+    # The block's count as its triggers keep it (migration 0036): one row, not a scan of the block's entries.
+    count_entries = (
+        "SELECT COALESCE((SELECT entries FROM threadloom_entry_counts WHERE scope = :scope AND label = :label), 0)"
+    )
     entries_page = (
         "SELECT key, content, created_at, updated_at FROM threadloom_search_entries "
         "WHERE scope = :scope AND label = :label AND key > :after ORDER BY key LIMIT :limit"
