@@ -322,3 +322,50 @@ def test_a_registry_row_is_read_by_its_primary_key_in_a_tenant_newer_than_the_la
     )
     stamp = plans.split("Update on threadloom_sessions", 1)[1].split("Query Text", 1)[0]
     assert by_key in stamp and "by_parent" not in stamp, stamp
+
+
+def test_the_namespace_s_first_session_comes_from_the_session_list_s_index_in_a_small_registry(
+    admin: Any, make_store: Callable[[], Any]
+) -> None:
+    # Given a young registry, analyzed, whose tenant's 120 sessions are all forks of one session and all
+    # belong to one subject: every index that starts with the namespace holds all of them
+    store = make_store()
+    tenant = SessionManager.create(store, namespace="small")
+    root = tenant.create("root", subject_id="alice")
+    tenant.append(root.id, text_message("r1"))
+    forks = [tenant.fork(root.id, "r1", f"fork {index}").id for index in range(120)]
+    admin.run("ANALYZE threadloom_sessions")
+    target = forks[60]
+    for index in range(7):  # past PL/pgSQL's five custom plans, to the generic one it then keeps
+        tenant.append(target, text_message(f"warm{index}"))
+    # Then the stamp of an append reads the namespace's first session as one entry of the session list's
+    # index (before migration 0037 the planner took the parent index, read all 121 sessions and sorted them)
+    plans = function_plans(
+        admin,
+        f"SELECT threadloom_append_registered_message('small', '{target}', 'x1', 'user', "
+        '\'{"id":"x1","role":"user","parts":[]}\', 1, \'\', true, NULL, NULL, now(), NULL, false, NULL)',
+    )
+    stamp = plans.split("Update on threadloom_sessions", 1)[1].split("Query Text", 1)[0]
+    first = stamp.split("SubPlan", 1)[1]
+    assert "threadloom_sessions_by_activity" in first and "Sort" not in first, stamp
+    assert "by_parent" not in stamp and "by_subject" not in stamp, stamp
+    # And so does the next activity value a new session takes
+    created = _natural_plan(
+        admin,
+        PostgresSql.insert_session,
+        id="new",
+        namespace="small",
+        name="new",
+        parent_session_id=None,
+        model=None,
+        source=None,
+        subject_id=None,
+        now="2026-12-05T00:00:00Z",
+    )
+    assert "threadloom_sessions_by_activity" in created and "by_parent" not in created, created
+    # And the two partial indexes still serve the reads that name their column: forks and a subject's sessions
+    children = _natural_plan(admin, PostgresSql.child_sessions, namespace="small", parent=root.id)
+    assert "threadloom_sessions_by_parent" in children, children
+    subjects = _natural_plan(admin, PostgresSql.subject_sessions, namespace="small", subject="alice")
+    assert "threadloom_sessions_by_subject" in subjects, subjects
+    assert [row[0] for row in admin.run(PostgresSql.child_sessions, namespace="small", parent=root.id)] == sorted(forks)
