@@ -154,41 +154,43 @@ class Limits:
     def check_json(self, value: Any, what: str, *, extra_depth: int = 0) -> int:
         """Check a JSON value's strings, numbers and nesting; returns roughly its compact UTF-8 size in bytes.
 
-        Iterative, so a hostile depth cannot exhaust the Python stack before it is refused.
+        Iterative, so a hostile depth cannot exhaust the Python stack before it is refused. A plain
+        string inside an object or array, most of a message, is measured where it is met instead of
+        going through the stack (every append runs this).
         """
         size = 0
         max_depth = self.max_nesting_depth + extra_depth
         stack: list[tuple[Any, int]] = [(value, 0)]
+        push = stack.append
         while stack:
             item, depth = stack.pop()
-            if isinstance(item, str):
-                # ASCII without a NUL is the common case and needs no encoding to be measured
-                size += (len(item) if item.isascii() and "\x00" not in item else text_bytes(item, what)) + 2
-            elif isinstance(item, (dict, list)):
+            if isinstance(item, (dict, list)):
                 if depth >= max_depth:
                     raise ValidationError(f"The {what} nests deeper than {self.max_nesting_depth} levels")
-                size += 2
+                depth += 1
                 if isinstance(item, dict):
+                    size += 2
                     for key, child in item.items():
                         if not isinstance(key, str):
                             raise ValidationError(f"The {what} has a non-string object key")
                         size += (len(key) if key.isascii() and "\x00" not in key else text_bytes(key, what)) + 4
-                        stack.append((child, depth + 1))
+                        if child.__class__ is str:
+                            size += (
+                                len(child) if child.isascii() and "\x00" not in child else text_bytes(child, what)
+                            ) + 2
+                        else:
+                            push((child, depth))
                 else:
-                    size += len(item)
-                    stack.extend((child, depth + 1) for child in item)
-            elif isinstance(item, bool) or item is None:
-                size += 5
-            elif isinstance(item, int):
-                if abs(item) > 2**63:
-                    raise ValidationError(f"The {what} holds an integer outside the 64-bit range")
-                size += 20
-            elif isinstance(item, float):
-                if not math.isfinite(item):
-                    raise ValidationError(f"The {what} holds a number that is not finite")
-                size += 24
+                    size += 2 + len(item)
+                    for child in item:
+                        if child.__class__ is str:
+                            size += (
+                                len(child) if child.isascii() and "\x00" not in child else text_bytes(child, what)
+                            ) + 2
+                        else:
+                            push((child, depth))
             else:
-                raise ValidationError(f"The {what} holds a {type(item).__name__}, which is not JSON")
+                size += _leaf_size(item, what)
         return size
 
     def check_id(self, value: Any, what: str = "id") -> str:
@@ -337,6 +339,24 @@ def check_text(value: Any, what: str, *, max_chars: int | None = None) -> str:
         raise ValidationError(f"The {what} is longer than {max_chars} characters")
     text_bytes(value, what)
     return value
+
+
+def _leaf_size(item: Any, what: str) -> int:
+    """:meth:`Limits.check_json` for a value that holds no other: its rule and its size."""
+    if isinstance(item, str):
+        # ASCII without a NUL is the common case and needs no encoding to be measured
+        return (len(item) if item.isascii() and "\x00" not in item else text_bytes(item, what)) + 2
+    if isinstance(item, bool) or item is None:
+        return 5
+    if isinstance(item, int):
+        if abs(item) > 2**63:
+            raise ValidationError(f"The {what} holds an integer outside the 64-bit range")
+        return 20
+    if isinstance(item, float):
+        if not math.isfinite(item):
+            raise ValidationError(f"The {what} holds a number that is not finite")
+        return 24
+    raise ValidationError(f"The {what} holds a {type(item).__name__}, which is not JSON")
 
 
 def text_bytes(value: str, what: str) -> int:
