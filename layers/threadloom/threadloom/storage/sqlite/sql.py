@@ -493,7 +493,10 @@ class SqliteSql(SqlDialect):
         ":message_ids, :request_id, :note, :now) ON CONFLICT DO NOTHING"
     )
 
-    count_entries = "SELECT COUNT(*) FROM threadloom_search_entries WHERE scope = :scope AND label = :label"
+    # One row kept by triggers (migration 0025): no block is counted row by row.
+    count_entries = (
+        "SELECT COALESCE((SELECT entries FROM threadloom_entry_counts WHERE scope = :scope AND label = :label), 0)"
+    )
     entries_page = (
         "SELECT key, content, created_at, updated_at FROM threadloom_search_entries "
         "WHERE scope = :scope AND label = :label AND key > :after ORDER BY key LIMIT :limit"
