@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Final
 from threadloom.errors import PayloadTooLargeError, ValidationError
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterable, Mapping
 
     from threadloom.records import Message
 
@@ -168,27 +168,22 @@ class Limits:
                 if depth >= max_depth:
                     raise ValidationError(f"The {what} nests deeper than {self.max_nesting_depth} levels")
                 depth += 1
+                children: Iterable[Any]
                 if isinstance(item, dict):
                     size += 2
-                    for key, child in item.items():
+                    for key in item:
                         if not isinstance(key, str):
                             raise ValidationError(f"The {what} has a non-string object key")
                         size += (len(key) if key.isascii() and "\x00" not in key else text_bytes(key, what)) + 4
-                        if child.__class__ is str:
-                            size += (
-                                len(child) if child.isascii() and "\x00" not in child else text_bytes(child, what)
-                            ) + 2
-                        else:
-                            push((child, depth))
+                    children = item.values()
                 else:
                     size += 2 + len(item)
-                    for child in item:
-                        if child.__class__ is str:
-                            size += (
-                                len(child) if child.isascii() and "\x00" not in child else text_bytes(child, what)
-                            ) + 2
-                        else:
-                            push((child, depth))
+                    children = item
+                for child in children:
+                    if child.__class__ is str:
+                        size += (len(child) if child.isascii() and "\x00" not in child else text_bytes(child, what)) + 2
+                    else:
+                        push((child, depth))
             else:
                 size += _leaf_size(item, what)
         return size

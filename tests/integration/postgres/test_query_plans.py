@@ -127,6 +127,18 @@ def function_plans(admin: Any, sql: str) -> str:
     return "\n".join(message.decode() if isinstance(message, bytes) else str(message) for message in messages)
 
 
+def stamp_plan(admin: Any, manager: SessionManager, session_id: str) -> str:
+    """The plan PL/pgSQL keeps for the activity stamp of an append through ``manager`` (its generic one)."""
+    for index in range(7):  # past PL/pgSQL's five custom plans, to the generic one it then keeps
+        manager.append(session_id, text_message(f"warm{index}"))
+    plans = function_plans(
+        admin,
+        f"SELECT threadloom_append_registered_message('{manager.namespace}', '{session_id}', 'x1', 'user', "
+        '\'{"id":"x1","role":"user","parts":[]}\', 1, \'\', true, NULL, NULL, now(), NULL, false, NULL)',
+    )
+    return plans.split("Update on threadloom_sessions", 1)[1].split("Query Text", 1)[0]
+
+
 def walked(plans: str) -> bool:
     """Whether the page's parent-by-parent walk ran (its recursive union executed)."""
     after = plans.split("CTE page", 1)[1]
@@ -313,14 +325,7 @@ def test_a_registry_row_is_read_by_its_primary_key_in_a_tenant_newer_than_the_la
         text = _natural_plan(admin, statement, namespace="new", id=target)
         assert by_key in text and "Filter: (namespace = 'new'::text)" in text, text
     # And so does the activity stamp of an append through the HTTP API, in the plan PL/pgSQL keeps
-    for index in range(7):  # past PL/pgSQL's five custom plans, to the generic one it then keeps
-        new.append(target, text_message(f"warm{index}"))
-    plans = function_plans(
-        admin,
-        f"SELECT threadloom_append_registered_message('new', '{target}', 'x1', 'user', "
-        '\'{"id":"x1","role":"user","parts":[]}\', 1, \'\', true, NULL, NULL, now(), NULL, false, NULL)',
-    )
-    stamp = plans.split("Update on threadloom_sessions", 1)[1].split("Query Text", 1)[0]
+    stamp = stamp_plan(admin, new, target)
     assert by_key in stamp and "by_parent" not in stamp, stamp
 
 
@@ -336,16 +341,9 @@ def test_the_namespace_s_first_session_comes_from_the_session_list_s_index_in_a_
     forks = [tenant.fork(root.id, "r1", f"fork {index}").id for index in range(120)]
     admin.run("ANALYZE threadloom_sessions")
     target = forks[60]
-    for index in range(7):  # past PL/pgSQL's five custom plans, to the generic one it then keeps
-        tenant.append(target, text_message(f"warm{index}"))
     # Then the stamp of an append reads the namespace's first session as one entry of the session list's
     # index (before migration 0037 the planner took the parent index, read all 121 sessions and sorted them)
-    plans = function_plans(
-        admin,
-        f"SELECT threadloom_append_registered_message('small', '{target}', 'x1', 'user', "
-        '\'{"id":"x1","role":"user","parts":[]}\', 1, \'\', true, NULL, NULL, now(), NULL, false, NULL)',
-    )
-    stamp = plans.split("Update on threadloom_sessions", 1)[1].split("Query Text", 1)[0]
+    stamp = stamp_plan(admin, tenant, target)
     first = stamp.split("SubPlan", 1)[1]
     assert "threadloom_sessions_by_activity" in first and "Sort" not in first, stamp
     assert "by_parent" not in stamp and "by_subject" not in stamp, stamp
