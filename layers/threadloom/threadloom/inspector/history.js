@@ -3,8 +3,8 @@
 
 import { api } from "./api.js";
 import { diffView } from "./diff-view.js";
-import { clear, fmtNumber, h, timeEl } from "./dom.js";
-import { busy, errorBox, notify, showError } from "./ui.js";
+import { fmtNumber, h, timeEl } from "./dom.js";
+import { busy, errorBox, notify, pagedList } from "./ui.js";
 
 const MAX_MESSAGE_LINKS = 3; // a reflection may name many messages: link the first few, count the rest
 
@@ -57,10 +57,7 @@ export function renderHistory(container, ctx, block, { onReverted }) {
   container.append(h("h4", { id: headingId, tabindex: "-1" }, `History of ${block.label}`), status, error, list, more);
   container.setAttribute("aria-labelledby", headingId);
 
-  const versions = [];
-  let cursor = null;
-
-  function entry(item, index) {
+  function entry(item, index, versions, olderRemain) {
     const previous = versions[index + 1];
     const isCurrent = item.version === block.version;
     const title = h("h5", {}, `Version ${fmtNumber(item.version)}`, isCurrent ? h("span", { class: "tag tag-current" }, "current") : null);
@@ -74,7 +71,7 @@ export function renderHistory(container, ctx, block, { onReverted }) {
       h("span", { class: "version-size" }, `${fmtNumber(item.sizeBytes)} byte${item.sizeBytes === 1 ? "" : "s"}`),
     );
     const article = h("article", { class: "version", dataset: { version: String(item.version) } }, title, facts);
-    if (previous || !cursor) {
+    if (previous || !olderRemain) {
       const before = previous ? previous.content : "";
       const label = previous ? `Changes from version ${previous.version} to ${item.version}` : `Content of version ${item.version}, the earliest kept`;
       const { list: diff, changed } = diffView(before, item.content, label);
@@ -99,24 +96,18 @@ export function renderHistory(container, ctx, block, { onReverted }) {
     return h("li", {}, article);
   }
 
-  function draw() {
-    clear(list);
-    versions.forEach((item, index) => list.append(entry(item, index)));
-    more.hidden = !cursor;
-    status.textContent = versions.length ? `${fmtNumber(versions.length)} version${versions.length === 1 ? "" : "s"} shown, newest first${cursor ? "; older ones remain" : ""}.` : "No stored versions yet: the first write makes version 1.";
-  }
-
-  async function load() {
-    const page = await api.blockHistory(ctx.sessionId, block.label, { cursor });
-    versions.push(...page.versions);
-    cursor = page.nextCursor || null;
-    showError(error, null);
-    draw();
-  }
-
-  more.addEventListener("click", () => busy(more, load, error));
-  load().catch((caught) => {
-    status.textContent = "";
-    showError(error, caught, "Could not load the history");
+  pagedList({
+    list,
+    more,
+    status,
+    error,
+    fetchPage: async (cursor) => {
+      const page = await api.blockHistory(ctx.sessionId, block.label, { cursor });
+      return { items: page.versions, nextCursor: page.nextCursor };
+    },
+    render: entry,
+    describe: (count, olderRemain) =>
+      count ? `${fmtNumber(count)} version${count === 1 ? "" : "s"} shown, newest first${olderRemain ? "; older ones remain" : ""}.` : "No stored versions yet: the first write makes version 1.",
+    failure: "Could not load the history",
   });
 }

@@ -2,8 +2,8 @@
 // the tenant, listed a page at a time, each removable (its search terms go with it).
 
 import { api } from "./api.js";
-import { clear, fmtNumber, h, timeEl } from "./dom.js";
-import { busy, confirmAction, errorBox, notify, showError } from "./ui.js";
+import { fmtNumber, h, timeEl } from "./dom.js";
+import { busy, confirmAction, errorBox, notify, pagedList } from "./ui.js";
 
 /**
  * Fill `container` with the block's entries in key order; `onRemoved` runs after an entry was
@@ -25,9 +25,6 @@ export function renderKnowledge(container, block, { onRemoved }) {
   );
   container.setAttribute("aria-labelledby", headingId);
 
-  const entries = [];
-  let cursor = null;
-
   function item(entry) {
     const remove = h("button", { type: "button", class: "remove-entry", "aria-label": `Remove ${entry.key} from ${block.label}` }, "Remove");
     remove.addEventListener("click", async () => {
@@ -45,24 +42,18 @@ export function renderKnowledge(container, block, { onRemoved }) {
     );
   }
 
-  function draw() {
-    clear(list);
-    for (const entry of entries) list.append(item(entry));
-    more.hidden = !cursor;
-    status.textContent = entries.length ? `${fmtNumber(entries.length)} entr${entries.length === 1 ? "y" : "ies"} shown, in key order${cursor ? "; more remain" : ""}.` : "No entries yet: the model adds them with set_context.";
-  }
-
-  async function load() {
-    const page = await api.knowledgeEntries(block.label, { cursor });
-    entries.push(...page.entries);
-    cursor = page.nextCursor || null;
-    showError(error, null);
-    draw();
-  }
-
-  more.addEventListener("click", () => busy(more, load, error));
-  load().catch((caught) => {
-    status.textContent = "";
-    showError(error, caught, "Could not load the entries");
+  pagedList({
+    list,
+    more,
+    status,
+    error,
+    fetchPage: async (cursor) => {
+      const page = await api.knowledgeEntries(block.label, { cursor });
+      return { items: page.entries, nextCursor: page.nextCursor };
+    },
+    render: item,
+    describe: (count, moreRemain) =>
+      count ? `${fmtNumber(count)} entr${count === 1 ? "y" : "ies"} shown, in key order${moreRemain ? "; more remain" : ""}.` : "No entries yet: the model adds them with set_context.",
+    failure: "Could not load the entries",
   });
 }

@@ -54,3 +54,35 @@ export async function busy(button, action, errorTarget = null) {
     if (button) button.disabled = false;
   }
 }
+
+/**
+ * A list read a page at a time behind a "load more" button. `fetchPage(cursor)` answers
+ * `{ items, nextCursor }`; `render(item, index, items, moreRemain)` makes one list item (it may look
+ * at its neighbours); `describe(count, moreRemain)` is the status line; `failure` prefixes a first
+ * page that could not be read.
+ */
+export function pagedList({ list, more, status, error, fetchPage, render, describe, failure }) {
+  const items = [];
+  let cursor = null;
+
+  function draw() {
+    clear(list);
+    items.forEach((item, index) => list.append(render(item, index, items, Boolean(cursor))));
+    more.hidden = !cursor;
+    status.textContent = describe(items.length, Boolean(cursor));
+  }
+
+  async function load() {
+    const page = await fetchPage(cursor);
+    items.push(...page.items);
+    cursor = page.nextCursor || null;
+    showError(error, null);
+    draw();
+  }
+
+  more.addEventListener("click", () => busy(more, load, error));
+  load().catch((caught) => {
+    status.textContent = "";
+    showError(error, caught, failure);
+  });
+}
