@@ -367,3 +367,61 @@ def test_the_namespace_s_first_session_comes_from_the_session_list_s_index_in_a_
     subjects = _natural_plan(admin, PostgresSql.subject_sessions, namespace="small", subject="alice")
     assert "threadloom_sessions_by_subject" in subjects, subjects
     assert [row[0] for row in admin.run(PostgresSql.child_sessions, namespace="small", parent=root.id)] == sorted(forks)
+
+
+#: The functions that read and write one session's rows by key (migration 0038), by the name a call uses.
+KEYED_FUNCTIONS = (
+    "threadloom_append",
+    "threadloom_append_message",
+    "threadloom_append_within",
+    "threadloom_append_registered_message",
+    "threadloom_append_registered_within",
+    "threadloom_update_message",
+    "threadloom_delete_message",
+    "threadloom_require_session",
+    "threadloom_read_when_missing",
+)
+
+
+def test_an_append_through_the_api_probes_keys_in_a_registry_of_a_few_sessions(
+    admin: Any, make_store: Callable[[], Any]
+) -> None:
+    # Given a new deployment: a registry of four sessions, analyzed, a table of one page
+    store = make_store()
+    tenant = SessionManager.create(store, namespace="tiny")
+    sessions = [tenant.create(f"chat {index}").id for index in range(4)]
+    admin.run("ANALYZE threadloom_sessions")
+    admin.run("ANALYZE threadloom_session_heads")
+    # Then the stamp finds its row with its id in an index condition and the namespace's first session as
+    # one entry of the list's index, in the plan PL/pgSQL keeps (before migration 0038 it read the table
+    # whole, twice, and sorted it)
+    stamp = stamp_plan(admin, tenant, sessions[2])
+    assert "Seq Scan" not in stamp and "Sort" not in stamp, stamp
+    row, first = stamp.split("SubPlan", 1)
+    assert f"id = '{sessions[2]}'::text)" in row.split("Index Cond:", 1)[1], stamp
+    assert "Index Only Scan using threadloom_sessions_by_activity" in first and "Limit" in first, stamp
+    # And the message's own statements probe the session's head and the parent by their keys
+    plans = function_plans(
+        admin,
+        f"SELECT threadloom_append_registered_message('tiny', '{sessions[2]}', 'x2', 'user', "
+        '\'{"id":"x2","role":"user","parts":[]}\', 1, \'\', true, NULL, NULL, now(), NULL, false, NULL)',
+    )
+    assert "Seq Scan" not in plans, plans
+    assert "Index Scan using threadloom_session_heads_pkey" in plans, plans
+    # And the appends landed in order, the setting gone with the call
+    assert [message["id"] for message in tenant.get_session(sessions[2]).get_history()][-2:] == ["x1", "x2"]
+    assert admin.run("SHOW enable_seqscan") == [["on"]]
+
+
+def test_every_keyed_function_carries_its_setting(admin: Any, make_store: Callable[[], Any]) -> None:
+    # Given the migrated schema
+    make_store()
+    # Then every overload of every function that works by key plans with sequential scans off, so a later
+    # CREATE OR REPLACE that forgot the clause (it replaces the settings too) fails here
+    rows = admin.run(
+        "SELECT p.proname, p.oid::regprocedure::text, p.proconfig FROM pg_proc p "
+        "WHERE p.proname = ANY(CAST(:names AS text[])) AND pg_function_is_visible(p.oid) ORDER BY 2",
+        names=list(KEYED_FUNCTIONS),
+    )
+    assert {row[0] for row in rows} == set(KEYED_FUNCTIONS)
+    assert [row[1] for row in rows if row[2] != ["enable_seqscan=off"]] == []
