@@ -120,7 +120,8 @@ class Session:
         return cls(store_or_session_provider)
 
     def for_session(self, session_id: str) -> Session:
-        """Scope storage and auto-wired block keys to ``session_id``; only effective before first use."""
+        """Scope storage and auto-wired block keys to ``session_id``; before first use only."""
+        self._still_building("for_session")
         if not isinstance(session_id, str):
             raise ValidationError("session_id must be a string")
         self.session_id = session_id
@@ -128,11 +129,13 @@ class Session:
 
     def in_namespace(self, namespace: str) -> Session:
         """The tenant or namespace the session belongs to (used to label queued compactions)."""
+        self._still_building("in_namespace")
         self.namespace = namespace
         return self
 
     def for_subject(self, subject_id: str | None) -> Session:
         """The end user the session belongs to: its ``subject`` blocks are that user's, shared by their sessions."""
+        self._still_building("for_subject")
         if subject_id is not None and (not isinstance(subject_id, str) or not subject_id):
             raise ValidationError("subject_id must be a non-empty string")
         self.subject_id = subject_id
@@ -140,6 +143,7 @@ class Session:
 
     def with_block_history(self, policy: HistoryPolicy) -> Session:
         """How many versions (or days of them) each auto-wired writable block keeps (100 versions otherwise)."""
+        self._still_building("with_block_history")
         self._history_policy = policy
         return self
 
@@ -158,6 +162,7 @@ class Session:
         of the session's subject (``for_subject``) or every session of the namespace (``tenant``).
         A ``subject`` block of a session without a subject is empty and read-only.
         """
+        self._still_building("with_context")
         if scope not in BLOCK_SCOPES:
             raise ValidationError(f"scope must be one of {', '.join(BLOCK_SCOPES)}, got {scope!r}")
         self._pending.append(ContextConfig(label, description, max_tokens, provider, scope))
@@ -165,6 +170,7 @@ class Session:
 
     def with_cached_prompt(self, provider: WritableContextProvider | None = None) -> Session:
         """Persist the frozen system prompt (to ``provider``, or to the store when omitted)."""
+        self._still_building("with_cached_prompt")
         self._cached_prompt = provider if provider is not None else _AUTO
         return self
 
@@ -232,6 +238,14 @@ class Session:
         """Hand automatic compaction to a queue: appends only enqueue, a worker compacts (D9)."""
         self._compaction_queue = queue
         return self
+
+    def _still_building(self, method: str) -> None:
+        """Wiring is fixed at first use: a later change would relabel this object, not move its storage."""
+        if self._ready:
+            raise ValidationError(
+                f"{method}() must come before the session's first use: its storage is already wired to session "
+                f"{self.session_id!r}; create another Session for another conversation"
+            )
 
     # -------------------------------------------------------------- lazy init
 
