@@ -142,7 +142,15 @@ def test_the_built_function_answers_initialize_and_tools_list_with_the_layers_as
     assert json.loads(first["body"])["result"]["serverInfo"]["name"] == "threadloom"
     assert second["statusCode"] == 200, second
     names = [tool["name"] for tool in json.loads(second["body"])["result"]["tools"]]
-    assert names[:5] == ["list_sessions", "create_session", "append_message", "read_history", "search"]
+    assert names[:7] == [
+        "list_sessions",
+        "create_session",
+        "append_message",
+        "read_history",
+        "search",
+        "list_knowledge",
+        "forget_knowledge",
+    ]
     assert {"set_context", "search_context", "session_search"} <= set(names)
     files = {name: Path(path) for name, path in found["files"].items()}
     task, opt, runtime = lambda_folders["task"], lambda_folders["opt"], lambda_folders["runtime"]

@@ -39,7 +39,7 @@ def test_an_agent_lists_the_tools_remembers_a_fact_and_finds_it_again() -> None:
         async with lambda_client("user-123") as client:
             names = [tool.name for tool in (await client.list_tools()).tools]
             assert names[:5] == ["list_sessions", "create_session", "append_message", "read_history", "search"]
-            assert {"set_context", "session_search"} <= set(names)
+            assert {"list_knowledge", "forget_knowledge", "set_context", "session_search"} <= set(names)
             session_id = await remember_a_fact(client)
         async with lambda_client("user-123") as client:  # a new connection: nothing was kept but the data
             found = json_of(await client.call_tool("search", {"query": "Miso"}))

@@ -66,6 +66,12 @@ def test_bad_input_never_stops_the_stdio_server(tmp_path: Path) -> None:
             assert result.is_error and "model: Input should be a valid string" in text_of(result)
             nul = await client.call_tool("create_session", {"name": "bad\x00name"})
             assert nul.is_error, text_of(nul)
+            for key, refusal in (
+                ("a\x00b", "NUL character"),
+                ("k" * 100_000, "No entry 'kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk…"),
+            ):
+                forgotten = await client.call_tool("forget_knowledge", {"label": "knowledge", "key": key})
+                assert forgotten.is_error and refusal in text_of(forgotten), text_of(forgotten)[:200]
             assert json_of(await client.call_tool("list_sessions", {}))["sessions"] == []
 
     anyio.run(scenario)

@@ -60,4 +60,33 @@ class SearchIn(ApiModel):
     limit: Annotated[int, Field(ge=1, description="At most this many hits, best first")] | None = None
 
 
-__all__ = ["AppendMessageIn", "CreateSessionIn", "ListSessionsIn", "ReadHistoryIn", "SearchIn", "SessionChoice"]
+_LABEL = Field(min_length=1, description="A searchable block's label (the profile's search block, e.g. knowledge)")
+
+
+class ListKnowledgeIn(ApiModel):
+    """``GET /knowledge/{label}``'s query: the block's entries in key order, one page at a time."""
+
+    label: Annotated[str, _LABEL]
+    limit: Annotated[int, Field(ge=1, description="At most this many entries on the page")] | None = None
+    cursor: Annotated[str, Field(description="nextCursor of the page before")] | None = None
+
+
+class ForgetKnowledgeIn(ApiModel):
+    """``DELETE /knowledge/{label}/entry?key=``: one entry and its search terms."""
+
+    label: Annotated[str, _LABEL]
+    key: Annotated[
+        str, Field(min_length=1, description='The key list_knowledge shows (set_context answered: Indexed "<key>")')
+    ]
+
+
+__all__ = [
+    "AppendMessageIn",
+    "CreateSessionIn",
+    "ForgetKnowledgeIn",
+    "ListKnowledgeIn",
+    "ListSessionsIn",
+    "ReadHistoryIn",
+    "SearchIn",
+    "SessionChoice",
+]

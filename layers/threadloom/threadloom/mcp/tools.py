@@ -17,6 +17,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from threadloom.api.use_cases import context as context_cases
 from threadloom.api.use_cases import history as history_cases
+from threadloom.api.use_cases import knowledge as knowledge_cases
 from threadloom.api.use_cases import messages as message_cases
 from threadloom.api.use_cases import sessions as session_cases
 from threadloom.errors import ThreadloomError, ValidationError
@@ -24,6 +25,8 @@ from threadloom.mcp.inputs import (
     SESSION_ID_DESCRIPTION,
     AppendMessageIn,
     CreateSessionIn,
+    ForgetKnowledgeIn,
+    ListKnowledgeIn,
     ListSessionsIn,
     ReadHistoryIn,
     SearchIn,
@@ -127,6 +130,17 @@ def _search(binding: Binding, args: SearchIn) -> ToolOutcome:
     return ToolOutcome(_json(found))
 
 
+def _list_knowledge(binding: Binding, args: ListKnowledgeIn) -> ToolOutcome:
+    page = knowledge_cases.search_entries(
+        binding.manager, args.label, binding.limits, limit=args.limit, cursor=args.cursor
+    )
+    return ToolOutcome(_json(page))
+
+
+def _forget_knowledge(binding: Binding, args: ForgetKnowledgeIn) -> ToolOutcome:
+    return ToolOutcome(_json(knowledge_cases.delete_search_entry(binding.manager, args.label, args.key)))
+
+
 def _schema(model: type[BaseModel]) -> dict[str, Any]:
     schema = model.model_json_schema(by_alias=True)
     schema.pop("title", None)
@@ -177,6 +191,21 @@ MEMORY_TOOLS: dict[str, _MemoryTool] = {
             SearchIn,
             _search,
             read_only=True,
+        ),
+        _memory_tool(
+            "list_knowledge",
+            "List the entries of a searchable block (set_context with a key stored them), in key order, one page"
+            " at a time; shared by all your sessions.",
+            ListKnowledgeIn,
+            _list_knowledge,
+            read_only=True,
+        ),
+        _memory_tool(
+            "forget_knowledge",
+            "Remove one entry of a searchable block by its key, with its search terms, when it is wrong or must go.",
+            ForgetKnowledgeIn,
+            _forget_knowledge,
+            read_only=False,
         ),
     )
 }
