@@ -153,7 +153,8 @@ def test_retention_sweep_dry_run_then_for_real(seeded: tuple[str, list[str]], tm
 
 def test_usage_errors_exit_2_and_help_lists_every_command() -> None:
     help_text = run("--help").stdout
-    for command in ("sessions", "export", "import", "delete", "erase-subject", "retention", "migrate", "serve"):
+    commands = ("sessions", "knowledge", "export", "import", "delete", "erase-subject", "retention", "migrate", "serve")
+    for command in commands:
         assert command in help_text
     assert run("sessions", "frobnicate", check_code=2).returncode == 2
     assert "--database must be" in run("--database", "mysql://x", "sessions", "list", check_code=5).stderr
@@ -224,3 +225,69 @@ def test_import_counts_the_shared_blocks_and_versions_it_wrote(
     assert first["shared_block_versions"] == 3 + 2 and first["shared_blocks_unchanged"] == []
     text = run("import", "--profile", str(profile), str(export_file), database=target).stdout
     assert "Shared blocks: 0 subject and 0 tenant imported (0 versions), 2 unchanged." in text
+
+
+KNOWLEDGE_PROFILE = """
+blocks:
+  - {label: facts, kind: search, description: What the agent looked up}
+"""
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_knowledge_list_and_forget_in_one_namespace(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    # Given a profile's search block holding three entries of tenant-a and one of tenant-b under the same key
+    from threadloom.api.profile import load_profile
+    from threadloom.api.runtime import Runtime, Settings
+
+    if backend == "postgres":
+        store = request.getfixturevalue("postgres_store_factory")()  # an emptied, migrated per-worker database
+        database = url_for(worker_database(request))
+    else:
+        store = SqliteStore(str(tmp_path / "knowledge.db"))
+        database = f"sqlite:///{tmp_path / 'knowledge.db'}"
+    profile = tmp_path / "knowledge.yaml"
+    profile.write_text(KNOWLEDGE_PROFILE, encoding="utf-8")
+    runtime = Runtime(Settings(), profile=load_profile(profile), store=store)
+    for namespace, titles in ((NS, ("Harbour fees", "Departures", "Weather")), ("tenant-b", ("Harbour fees",))):
+        manager = runtime.manager(namespace)
+        set_context = manager.get_session(manager.create("notes").id).tools()["set_context"]
+        for title in titles:
+            said = set_context.execute(
+                {"label": "facts", "content": f"{namespace}: {title}", "metadata": {"title": title}}
+            )
+            assert said.startswith("Indexed"), said
+    store.close()
+    # When tenant-a lists them, then forgets one
+    options = ("--profile", str(profile))
+    listed = as_json(run("--json", "knowledge", "list", "facts", *options, database=database))
+    assert [(entry["key"], entry["content"]) for entry in listed] == [
+        ("departures", "tenant-a: Departures"),
+        ("harbour-fees", "tenant-a: Harbour fees"),
+        ("weather", "tenant-a: Weather"),
+    ]
+    first = as_json(run("--json", "knowledge", "list", "facts", "--limit", "2", *options, database=database))
+    assert [entry["key"] for entry in first] == ["departures", "harbour-fees"]
+    table = run("knowledge", "list", "facts", *options, database=database).stdout
+    assert "harbour-fees" in table and "tenant-a: Weather" in table
+    gone = run("knowledge", "forget", "facts", "harbour-fees", *options, database=database)
+    assert gone.stdout.strip() == "Removed 'harbour-fees' from facts in namespace 'tenant-a'."
+    # Then it is gone from tenant-a only, and what cannot be done says why with its exit code
+    after = as_json(run("--json", "knowledge", "list", "facts", *options, database=database))
+    assert [entry["key"] for entry in after] == ["departures", "weather"]
+    again = run("knowledge", "forget", "facts", "harbour-fees", *options, database=database, check_code=3)
+    assert "No entry 'harbour-fees' in block 'facts' of namespace 'tenant-a'" in again.stderr
+    unknown = run("knowledge", "list", "knowledge", *options, database=database, check_code=3)
+    assert "No searchable block 'knowledge' in this namespace" in unknown.stderr
+    command = [str(EXECUTABLE)] if EXECUTABLE.exists() else [sys.executable, "-m", "threadloom.cli"]
+    other = subprocess.run(
+        [*command, "--database", database, "--namespace", "tenant-b", "--json", "knowledge", "list", "facts", *options],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert [(entry["key"], entry["content"]) for entry in json.loads(other.stdout)] == [
+        ("harbour-fees", "tenant-b: Harbour fees")
+    ]

@@ -22,7 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from threadloom.core.manager import SessionManager
-from threadloom.errors import ValidationError
+from threadloom.errors import NotFoundError, ValidationError
+from threadloom.limits import shown
+from threadloom.providers.protocols import is_search_entry_store
 from threadloom.records import HistoryPolicy
 
 if TYPE_CHECKING:
@@ -35,7 +37,7 @@ if TYPE_CHECKING:
     from threadloom.lifecycle.protocols import DerivedDataEraser
     from threadloom.limits import Limits
     from threadloom.live.publisher import StatusPublisher
-    from threadloom.providers.protocols import ContextProvider, WritableContextProvider
+    from threadloom.providers.protocols import ContextProvider, SearchEntryStore, WritableContextProvider
 
 logger = logging.getLogger(__name__)
 
@@ -367,6 +369,24 @@ class Runtime:
                 self._managers[tenant] = manager
             return manager
 
+    def knowledge(self, tenant: str, label: str) -> SearchEntryStore:
+        """The entries of the profile's searchable block ``label`` in ``tenant``, without a whole manager.
+
+        For an operator's one-shot command (``threadloom knowledge``); a request goes through the
+        tenant's manager, which also drops the sessions it holds loaded when an entry goes.
+        """
+        for block in self.profile.blocks:
+            if block.kind == "search" and block.label == label:
+                provider = self._search_provider(tenant)
+                if is_search_entry_store(provider):
+                    entries: SearchEntryStore = provider
+                    entries.init(label)
+                    return entries
+        raise NotFoundError(f"No searchable block {shown(label)} in this namespace")
+
+    def _search_provider(self, tenant: str) -> Any:
+        return self.store.search_provider(scope=tenant, max_entries=self.limits.max_entries_per_tenant)
+
     def _build_manager(self, tenant: str) -> SessionManager:
         profile = self.profile
         store = self.store
@@ -381,7 +401,7 @@ class Runtime:
                     logger.warning("Skills block %r has no skill store configured; it stays empty", block.label)
                     provider = StaticTextProvider("")
             elif block.kind == "search":
-                provider = store.search_provider(scope=tenant, max_entries=self.limits.max_entries_per_tenant)
+                provider = self._search_provider(tenant)
             max_tokens = block.max_tokens if block.kind == "writable" else None
             scope = block.scope if block.kind == "writable" else "session"
             manager.with_context(

@@ -31,7 +31,12 @@ app = typer.Typer(
 )
 sessions_app = typer.Typer(help="List, inspect and hold sessions.", no_args_is_help=True)
 retention_app = typer.Typer(help="Remove sessions inactive for longer than the retention period.", no_args_is_help=True)
+knowledge_app = typer.Typer(
+    help="List and remove the namespace's searchable knowledge (what the model stored under a search block).",
+    no_args_is_help=True,
+)
 app.add_typer(sessions_app, name="sessions")
+app.add_typer(knowledge_app, name="knowledge")
 app.add_typer(retention_app, name="retention")
 
 
@@ -154,6 +159,77 @@ def sessions_hold(
             raise NotFoundError(f"Session {session_id!r} not found in namespace {state.namespace!r}")
     verb = "released from" if release else "placed on"
     state.out.result({"id": session_id, "legal_hold": not release}, text=f"Session {session_id} {verb} legal hold.")
+
+
+# ----------------------------------------------------------------- knowledge
+
+_PROFILE_OPTION = typer.Option(
+    envvar="THREADLOOM_PROFILE", help="Deployment profile naming the search blocks (default: the bundled one)"
+)
+#: Entries read per query while listing a whole block.
+_KNOWLEDGE_BATCH = 200
+
+
+def _knowledge(store: Any, namespace: str, label: str, profile: Path | None) -> Any:
+    """The block's entry store, from the profile as the HTTP API wires it (an unknown label is not found)."""
+    from threadloom.api.runtime import Runtime, Settings
+
+    runtime = Runtime(Settings(profile_path=os.fspath(profile) if profile else None), store=store)
+    return runtime.knowledge(runtime.limits.check_tenant(namespace), label)
+
+
+@knowledge_app.command("list")
+def knowledge_list(
+    ctx: typer.Context,
+    label: Annotated[str, typer.Argument(help="The search block's label (the bundled profile's is knowledge)")],
+    limit: Annotated[int | None, typer.Option(min=1, help="At most this many, in key order")] = None,
+    profile: Annotated[Path | None, _PROFILE_OPTION] = None,
+) -> None:
+    """List a searchable block's entries in key order."""
+    state = _state(ctx)
+    found: list[Any] = []
+    with state.store() as store:
+        entries = _knowledge(store, state.namespace, label, profile)
+        after = ""
+        while limit is None or len(found) < limit:
+            wanted = _KNOWLEDGE_BATCH if limit is None else min(_KNOWLEDGE_BATCH, limit - len(found))
+            batch = entries.entries(after=after, limit=wanted)
+            found.extend(batch)
+            if len(batch) < wanted:
+                break
+            after = batch[-1].key
+    table = Table("key", "updated", "content")
+    table.columns[0].no_wrap = table.columns[1].no_wrap = True
+    for entry in found:
+        table.add_row(entry.key, entry.updated_at, entry.content)
+    state.out.result(
+        [dataclasses.asdict(entry) for entry in found],
+        table=table if found else None,
+        text=None if found else f"No entries in block {label!r} of namespace {state.namespace!r}.",
+    )
+
+
+@knowledge_app.command("forget")
+def knowledge_forget(
+    ctx: typer.Context,
+    label: Annotated[str, typer.Argument(help="The search block's label")],
+    key: Annotated[str, typer.Argument(help="The entry's key, as `knowledge list` shows it")],
+    profile: Annotated[Path | None, _PROFILE_OPTION] = None,
+) -> None:
+    """Remove one entry and its search terms.
+
+    Prompts already frozen keep their "<n> entries indexed." line until they are refreshed.
+    """
+    from threadloom.limits import shown
+
+    state = _state(ctx)
+    with state.store() as store:
+        if not _knowledge(store, state.namespace, label, profile).delete(key):
+            raise NotFoundError(f"No entry {shown(key)} in block {shown(label)} of namespace {state.namespace!r}")
+    state.out.result(
+        {"namespace": state.namespace, "label": label, "key": key, "deleted": True},
+        text=f"Removed {key!r} from {label} in namespace {state.namespace!r}.",
+    )
 
 
 # ------------------------------------------------------------ export, import
