@@ -347,7 +347,9 @@ def test_the_namespace_s_first_session_comes_from_the_session_list_s_index_in_a_
     first = stamp.split("SubPlan", 1)[1]
     assert "threadloom_sessions_by_activity" in first and "Sort" not in first, stamp
     assert "by_parent" not in stamp and "by_subject" not in stamp, stamp
-    # And so does the next activity value a new session takes
+    # And the next activity value a new session takes never comes from them either: it reads the list's index,
+    # or, when the registry's pages happen to be one fewer, the table's few pages whole, which the planner
+    # costs the same (about 8 either way at this size; a statement from Python, not a function of 0038)
     created = _natural_plan(
         admin,
         PostgresSql.insert_session,
@@ -360,7 +362,8 @@ def test_the_namespace_s_first_session_comes_from_the_session_list_s_index_in_a_
         subject_id=None,
         now="2026-12-05T00:00:00Z",
     )
-    assert "threadloom_sessions_by_activity" in created and "by_parent" not in created, created
+    assert "by_parent" not in created and "by_subject" not in created, created
+    assert "threadloom_sessions_by_activity" in created or "Seq Scan on threadloom_sessions" in created, created
     # And the two partial indexes still serve the reads that name their column: forks and a subject's sessions
     children = _natural_plan(admin, PostgresSql.child_sessions, namespace="small", parent=root.id)
     assert "threadloom_sessions_by_parent" in children, children
