@@ -194,8 +194,8 @@ MEMORY_TOOLS: dict[str, _MemoryTool] = {
         ),
         _memory_tool(
             "list_knowledge",
-            "List the entries of a searchable block (set_context with a key stored them), in key order, one page"
-            " at a time; shared by all your sessions.",
+            "List the entries of a searchable block (set_context with a metadata title stored them), in key order,"
+            " one page at a time; shared by all your sessions.",
             ListKnowledgeIn,
             _list_knowledge,
             read_only=True,
