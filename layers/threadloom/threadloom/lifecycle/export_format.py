@@ -24,7 +24,14 @@ from threadloom.clock import utc_now
 from threadloom.errors import ValidationError
 from threadloom.limits import DEFAULT_LIMITS, check_text
 from threadloom.records import BlockChange, BlockVersion
-from threadloom.storage.snapshot import BlockRow, CompactionRow, MessageRow, SessionSnapshot, SharedBlockSnapshot
+from threadloom.storage.snapshot import (
+    BlockRow,
+    CompactionRow,
+    KnowledgeEntrySnapshot,
+    MessageRow,
+    SessionSnapshot,
+    SharedBlockSnapshot,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
@@ -39,6 +46,10 @@ MAX_SHARED_BLOCKS: Final = 1000
 """The most subject and tenant blocks one file may carry (they are held in memory while importing)."""
 MAX_BLOCK_VERSIONS: Final = 100
 """The most versions of one shared block a file carries (the newest; the history default keeps as many)."""
+MAX_KNOWLEDGE_ENTRIES: Final = 10_000
+"""The most knowledge entries one file may carry (they are held in memory while importing)."""
+MAX_KNOWLEDGE_BYTES: Final = 64 * 1024 * 1024
+"""The most knowledge content (UTF-8 bytes, all entries together) one file may carry, for the same reason."""
 MAX_CHANGE_MESSAGE_IDS: Final = 1000
 """The most message ids one version's provenance may name."""
 CHANGE_SOURCES: Final = ("tool", "http", "import", "reflection", "operator", "library")
@@ -166,6 +177,18 @@ def shared_block_records(block: SharedBlockSnapshot) -> Iterator[dict[str, Any]]
         }
 
 
+def knowledge_entry_record(entry: KnowledgeEntrySnapshot) -> dict[str, Any]:
+    """One knowledge entry; no namespace: an import always writes it into the importing one."""
+    return {
+        "type": "knowledge_entry",
+        "label": entry.label,
+        "key": entry.key,
+        "content": entry.content,
+        "created_at": entry.created_at,
+        "updated_at": entry.updated_at,
+    }
+
+
 class ExportWriter:
     """Writes the header, then whole sessions, then the footer that seals the file."""
 
@@ -197,6 +220,10 @@ class ExportWriter:
         """A subject or tenant block and its versions; after every session."""
         for record in shared_block_records(block):
             self._write(record)
+
+    def add_knowledge_entry(self, entry: KnowledgeEntrySnapshot) -> None:
+        """A knowledge entry of a ``search`` block; after every session."""
+        self._write(knowledge_entry_record(entry))
 
     def close(self) -> None:
         footer = {
@@ -245,7 +272,7 @@ TIMESTAMP_SKEW: Final = timedelta(days=1)
 
 def max_line_bytes(limits: Limits) -> int:
     """The longest line a message, block, summary or skills record can take under ``limits``."""
-    largest = max(limits.max_message_bytes, limits.max_block_bytes, limits.max_summary_bytes)
+    largest = max(limits.max_message_bytes, limits.max_block_bytes, limits.max_summary_bytes, limits.max_entry_bytes)
     return ESCAPE_FACTOR * largest + RECORD_OVERHEAD
 
 
@@ -332,6 +359,10 @@ class ExportReader:
         self.header: ExportHeader | None = None
         self.shared_blocks: list[SharedBlockSnapshot] = []
         """The file's subject and tenant blocks, complete once ``sessions()`` is exhausted."""
+        self.knowledge_entries: list[KnowledgeEntrySnapshot] = []
+        """The file's knowledge entries, complete once ``sessions()`` is exhausted."""
+        self._knowledge_keys: set[tuple[str, str]] = set()
+        self._knowledge_bytes = 0
 
     def sessions(self) -> Iterator[SessionSnapshot]:
         checks = self._limits
@@ -360,13 +391,15 @@ class ExportReader:
                     signature=signature.hexdigest() if signature is not None else None,
                 )
                 continue
-            elif kind in ("session", "shared_block", "block_version"):
-                if builder is not None:  # a session ends where the next one or the shared blocks start
+            elif kind in ("session", "shared_block", "block_version", "knowledge_entry"):
+                if builder is not None:  # a session ends where the next one, the shared blocks or knowledge start
                     yield builder.finish()
                     sessions += 1
                     builder = None
                 if kind == "session":
                     builder = self._start_session(record, number, seen_ids)
+                elif kind == "knowledge_entry":
+                    self._add_knowledge(record, number)
                 else:
                     self._add_shared(kind, record, number)
             elif kind in ("message", "compaction", "block", "prompt", "loaded_skills"):
@@ -387,13 +420,40 @@ class ExportReader:
             yield builder.finish()
 
     def _start_session(self, record: dict[str, Any], number: int, seen_ids: set[str]) -> _SessionBuilder:
-        if self.shared_blocks:
-            raise ExportFormatError(f"Line {number}: sessions must come before the shared blocks")
+        if self.shared_blocks or self.knowledge_entries:
+            raise ExportFormatError(f"Line {number}: sessions must come before the shared blocks and knowledge entries")
         builder = _SessionBuilder(record, number, self._limits)
         if builder.id in seen_ids:
             raise ExportFormatError(f"Line {number}: session {builder.id!r} appears twice")
         seen_ids.add(builder.id)
         return builder
+
+    def _add_knowledge(self, record: dict[str, Any], number: int) -> None:
+        limits = self._limits
+        label = _checked(number, limits.check_label, record.get("label"), "block label")
+        key = _text(record, "key", number, max_chars=limits.max_id_chars)
+        if not label or not key:
+            raise ExportFormatError(f"Line {number}: a knowledge entry's block label and key are not empty")
+        content = _checked(
+            number,
+            limits.check_content,
+            record.get("content"),
+            f"content of entry {key!r} of block {label!r}",
+            limits.max_entry_bytes,
+        )
+        if len(self.knowledge_entries) >= MAX_KNOWLEDGE_ENTRIES:
+            raise ExportFormatError(f"Line {number}: more than {MAX_KNOWLEDGE_ENTRIES} knowledge entries in one file")
+        self._knowledge_bytes += len(content.encode("utf-8"))
+        if self._knowledge_bytes > MAX_KNOWLEDGE_BYTES:
+            raise ExportFormatError(
+                f"Line {number}: more than {MAX_KNOWLEDGE_BYTES // (1024 * 1024)} MiB of knowledge entries in one file"
+            )
+        if (label, key) in self._knowledge_keys:
+            raise ExportFormatError(f"Line {number}: the entry {key!r} of block {label!r} appears twice")
+        created_at = _timestamp(record, "created_at", number)
+        updated_at = _timestamp(record, "updated_at", number)
+        self._knowledge_keys.add((label, key))
+        self.knowledge_entries.append(KnowledgeEntrySnapshot(label, key, content, created_at, updated_at))
 
     def _add_shared(self, kind: str, record: dict[str, Any], number: int) -> None:
         limits = self._limits
@@ -734,6 +794,9 @@ __all__ = [
     "ExportHeader",
     "ExportReader",
     "ExportWriter",
+    "MAX_KNOWLEDGE_BYTES",
+    "MAX_KNOWLEDGE_ENTRIES",
+    "knowledge_entry_record",
     "max_line_bytes",
     "max_prompt_line_bytes",
     "signing_key_from_environment",

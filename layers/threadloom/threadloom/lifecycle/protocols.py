@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
     from threadloom.storage.snapshot import (
         ExpiredSession,
+        KnowledgeEntrySnapshot,
         RemovedRows,
         RemovedSubjectBlocks,
         SessionSnapshot,
@@ -41,11 +42,20 @@ class LifecycleStorage(Protocol):
         self, namespace: str, scope: str, subject_id: str = "", *, max_versions: int
     ) -> list[SharedBlockSnapshot]: ...
 
+    def read_knowledge_entries(
+        self, namespace: str, *, after: tuple[str, str] = ("", ""), limit: int
+    ) -> list[KnowledgeEntrySnapshot]: ...
+
+    def read_knowledge_entry(self, namespace: str, label: str, key: str) -> KnowledgeEntrySnapshot | None: ...
+
+    def count_knowledge_entries(self, namespace: str, label: str) -> int: ...
+
     def write_sessions(
         self,
         namespace: str,
         snapshots: Iterable[SessionSnapshot],
         shared_blocks: Iterable[SharedBlockSnapshot] = (),
+        knowledge_entries: Iterable[KnowledgeEntrySnapshot] = (),
     ) -> None: ...
 
     def delete_session(

@@ -25,7 +25,7 @@ from typing import IO, TYPE_CHECKING
 
 from threadloom.clock import utc_now
 from threadloom.core.keys import imported_session_id, is_minted_for
-from threadloom.errors import ConflictError, NotFoundError, ValidationError
+from threadloom.errors import ConflictError, NotFoundError, QuotaExceededError, ValidationError
 from threadloom.lifecycle.export_format import (
     MAX_BLOCK_VERSIONS,
     PROMPT_KEY_PREFIX,
@@ -33,6 +33,7 @@ from threadloom.lifecycle.export_format import (
     ExportWriter,
     snapshot_records,
 )
+from threadloom.limits import DEFAULT_LIMITS
 from threadloom.records import BlockChange, BlockVersion
 
 if TYPE_CHECKING:
@@ -40,9 +41,11 @@ if TYPE_CHECKING:
 
     from threadloom.lifecycle.protocols import LifecycleStorage
     from threadloom.limits import Limits
-    from threadloom.storage.snapshot import SessionSnapshot, SharedBlockSnapshot
+    from threadloom.storage.snapshot import KnowledgeEntrySnapshot, SessionSnapshot, SharedBlockSnapshot
 
 SPOOL_BYTES = 1024 * 1024
+KNOWLEDGE_PAGE = 500
+"""Knowledge entries an export reads at a time."""
 
 
 class LegalHoldNotAllowedError(ValidationError):
@@ -55,6 +58,8 @@ class ExportReport:
     messages: int
     shared_blocks: int = 0
     """Subject and tenant blocks written (only with ``include_shared_blocks``)."""
+    knowledge_entries: int = 0
+    """Knowledge entries written (only with ``include_knowledge``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +79,10 @@ class ImportReport:
     """Shared blocks already present with the same content."""
     shared_block_versions: int = 0
     """Versions stored for ``shared_blocks_imported``: the file's history, plus one per block recording the import."""
+    knowledge_entries_imported: int = 0
+    """Knowledge entries written now, with their search terms."""
+    knowledge_entries_unchanged: int = 0
+    """Knowledge entries already present with the same content."""
 
 
 def export_sessions(
@@ -85,13 +94,16 @@ def export_sessions(
     on_session: Callable[[str], None] | None = None,
     signing_key: bytes | None = None,
     include_shared_blocks: bool = False,
+    include_knowledge: bool = False,
 ) -> ExportReport:
     """Write the named sessions of ``namespace`` as one export; an unknown id raises ``NotFoundError``.
 
     Each session is read from its own consistent snapshot, so a large export never holds
     one long transaction open. With ``signing_key`` the footer carries an HMAC-SHA256 of the file.
     With ``include_shared_blocks``, the subject blocks of the sessions' subjects and the tenant's
-    blocks follow the sessions, each with its newest ``MAX_BLOCK_VERSIONS`` versions.
+    blocks follow the sessions, each with its newest ``MAX_BLOCK_VERSIONS`` versions. With
+    ``include_knowledge``, every knowledge entry of the namespace (its ``search`` blocks') follows,
+    in (label, key) order; they belong to the tenant, not to a session, so they are opt-in too.
     """
     writer = ExportWriter(stream, namespace=namespace, signing_key=signing_key)
     messages = 0
@@ -113,8 +125,16 @@ def export_sessions(
             for block in storage.read_shared_blocks(namespace, scope, subject, max_versions=MAX_BLOCK_VERSIONS):
                 writer.add_shared_block(block)
                 shared += 1
+    entries = 0
+    if include_knowledge:
+        after = ("", "")
+        while page := storage.read_knowledge_entries(namespace, after=after, limit=KNOWLEDGE_PAGE):
+            for entry in page:
+                writer.add_knowledge_entry(entry)
+            entries += len(page)
+            after = (page[-1].label, page[-1].key)
     writer.close()
-    return ExportReport(sessions=writer.sessions, messages=messages, shared_blocks=shared)
+    return ExportReport(sessions=writer.sessions, messages=messages, shared_blocks=shared, knowledge_entries=entries)
 
 
 def import_sessions(
@@ -128,6 +148,7 @@ def import_sessions(
     keep_ids: bool = False,
     legal_holds: bool = True,
     shared_block_scopes: Mapping[str, str] | None = None,
+    knowledge_labels: Collection[str] | None = None,
 ) -> ImportReport:
     """Validate the whole file, then write every new session in one transaction.
 
@@ -144,6 +165,9 @@ def import_sessions(
     for the subject the file names; ``shared_block_scopes`` (``{label: scope}`` of the profile's
     shared blocks) refuses any other label or scope. A block already present with the same
     content is unchanged, with other content a conflict; see :func:`_plan_shared_blocks`.
+    The file's knowledge entries are written into ``namespace`` likewise; ``knowledge_labels`` (the
+    profile's ``search`` blocks) refuses any other label, and a label may not pass
+    ``limits.max_entries_per_tenant``; see :func:`_plan_knowledge`.
     """
     with _seekable(stream) as source:
         start = source.tell()
@@ -162,6 +186,9 @@ def import_sessions(
         if shared_block_scopes is not None:
             check_shared_labels(reader.shared_blocks, shared_block_scopes)
         shared = _plan_shared_blocks(storage, namespace, reader.shared_blocks)
+        if knowledge_labels is not None:
+            check_knowledge_labels(reader.knowledge_entries, knowledge_labels)
+        knowledge = _plan_knowledge(storage, namespace, reader.knowledge_entries, limits or DEFAULT_LIMITS)
 
         def again() -> Iterator[SessionSnapshot]:
             source.seek(start)
@@ -173,11 +200,11 @@ def import_sessions(
                 if snapshot.id in plan.present:
                     _check_unchanged(storage, namespace, snapshot, plan.renames)
         blocks: list[SharedBlockSnapshot] = []
-        if plan.fresh or shared.fresh:
+        if plan.fresh or shared.fresh or knowledge.fresh:
             source_name = header.namespace if header is not None else None
             blocks = [_as_imported(block, plan, source_name) for block in shared.fresh]
             fresh = (snapshot for snapshot in again() if snapshot.id in plan.fresh) if plan.fresh else iter(())
-            storage.write_sessions(namespace, fresh, blocks)
+            storage.write_sessions(namespace, fresh, blocks, knowledge.fresh)
     return ImportReport(
         imported=list(plan.fresh),
         unchanged=list(plan.present),
@@ -187,6 +214,8 @@ def import_sessions(
         shared_blocks_imported=[shared_block_name(block) for block in shared.fresh],
         shared_blocks_unchanged=[shared_block_name(block) for block in shared.present],
         shared_block_versions=sum(len(block.versions) for block in blocks),
+        knowledge_entries_imported=len(knowledge.fresh),
+        knowledge_entries_unchanged=knowledge.present,
     )
 
 
@@ -204,6 +233,57 @@ def check_shared_labels(blocks: Iterable[SharedBlockSnapshot], scopes: Mapping[s
                 f"The {block.scope} block {block.key!r} is not a {block.scope} block of this deployment's profile "
                 f"(shared blocks: {declared}); nothing was imported"
             )
+
+
+def check_knowledge_labels(entries: Iterable[KnowledgeEntrySnapshot], labels: Collection[str]) -> None:
+    """Refuse an entry of a block the profile does not declare as searchable (nothing is imported)."""
+    for entry in entries:
+        if entry.label not in labels:
+            declared = ", ".join(sorted(labels)) or "none"
+            raise ValidationError(
+                f"The knowledge entry {entry.key!r} is under {entry.label!r}, which is not a search block of this "
+                f"deployment's profile (search blocks: {declared}); nothing was imported"
+            )
+
+
+@dataclass(slots=True)
+class _KnowledgePlan:
+    fresh: list[KnowledgeEntrySnapshot] = field(default_factory=list)
+    present: int = 0
+
+
+def _plan_knowledge(
+    storage: LifecycleStorage, namespace: str, entries: list[KnowledgeEntrySnapshot], limits: Limits
+) -> _KnowledgePlan:
+    """Which entries the namespace lacks (written) and which it holds with the same content (left).
+
+    One it holds with other content is a conflict, and a label that would pass the tenant's quota
+    (``max_entries_per_tenant``, as ``set_context`` enforces it) is refused: both raised before
+    anything is written. The entries' times are the file's, so a restore keeps when each was learned.
+    """
+    plan = _KnowledgePlan()
+    new_by_label: dict[str, int] = {}
+    for entry in entries:
+        stored = storage.read_knowledge_entry(namespace, entry.label, entry.key)
+        if stored is None:
+            plan.fresh.append(entry)
+            new_by_label[entry.label] = new_by_label.get(entry.label, 0) + 1
+        elif stored.content == entry.content:
+            plan.present += 1
+        else:
+            raise ConflictError(
+                f"Knowledge entry {entry.key!r} of block {entry.label!r} already exists with different content; "
+                "change or remove it first to re-import (nothing was imported)"
+            )
+    quota = limits.max_entries_per_tenant
+    for label, count in sorted(new_by_label.items()):
+        held = storage.count_knowledge_entries(namespace, label)
+        if held + count > quota:
+            raise QuotaExceededError(
+                f"Importing {count} new entries into block {label!r}, which holds {held}, would pass the most "
+                f"allowed ({quota}); nothing was imported"
+            )
+    return plan
 
 
 @dataclass(slots=True)
@@ -384,6 +464,7 @@ __all__ = [
     "ImportReport",
     "LegalHoldNotAllowedError",
     "check_block_keys",
+    "check_knowledge_labels",
     "check_shared_labels",
     "export_sessions",
     "import_sessions",

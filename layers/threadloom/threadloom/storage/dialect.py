@@ -150,6 +150,10 @@ class SqlDialect:
     entries_page: ClassVar[str]
     get_entry: ClassVar[str]
     delete_entry: ClassVar[str]
+    #: A namespace's entries of every label in (label, key) order after ``(:after_label, :after_key)``, for export.
+    export_entries: ClassVar[str]
+    #: An imported entry with its own times; answers its key, or nothing when the key was taken meanwhile.
+    import_entry: ClassVar[str]
 
     # Loaded skills (contract D7).
     get_loaded_skills: ClassVar[str]

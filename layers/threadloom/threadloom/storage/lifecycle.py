@@ -18,6 +18,7 @@ from threadloom.storage.snapshot import (
     BlockRow,
     CompactionRow,
     ExpiredSession,
+    KnowledgeEntrySnapshot,
     MessageRow,
     RemovedRows,
     RemovedSubjectBlocks,
@@ -114,6 +115,29 @@ class SqlLifecycleStorage:
             for key, content, version, updated in blocks
         ]
 
+    def read_knowledge_entries(
+        self, namespace: str, *, after: tuple[str, str] = ("", ""), limit: int
+    ) -> list[KnowledgeEntrySnapshot]:
+        """The namespace's knowledge entries of every label in (label, key) order, the first ``limit``
+        after ``after``: an export pages through them without holding them all."""
+        params = {"scope": namespace, "after_label": after[0], "after_key": after[1], "limit": int(limit)}
+        return [
+            KnowledgeEntrySnapshot(
+                str(label), str(key), str(content), to_timestamp_text(created), to_timestamp_text(updated)
+            )
+            for label, key, content, created, updated in self._database.query_once(self._sql.export_entries, params)
+        ]
+
+    def read_knowledge_entry(self, namespace: str, label: str, key: str) -> KnowledgeEntrySnapshot | None:
+        rows = self._database.query_once(self._sql.get_entry, {"scope": namespace, "label": label, "key": key})
+        if not rows:
+            return None
+        _, content, created, updated = rows[0]
+        return KnowledgeEntrySnapshot(label, key, str(content), to_timestamp_text(created), to_timestamp_text(updated))
+
+    def count_knowledge_entries(self, namespace: str, label: str) -> int:
+        return int(self._database.query_once(self._sql.count_entries, {"scope": namespace, "label": label})[0][0])
+
     def session_namespace(self, session_id: str) -> str | None:
         """The namespace holding ``session_id`` (session ids are unique across namespaces), or None."""
         rows = self._database.query_once(self._sql.session_namespace, {"id": session_id})
@@ -153,9 +177,11 @@ class SqlLifecycleStorage:
         namespace: str,
         snapshots: Iterable[SessionSnapshot],
         shared_blocks: Iterable[SharedBlockSnapshot] = (),
+        knowledge_entries: Iterable[KnowledgeEntrySnapshot] = (),
     ) -> None:
-        """Insert whole sessions, then new shared blocks of ``namespace`` with their versions, all in
-        one transaction: any failure leaves the database untouched.
+        """Insert whole sessions, then new shared blocks of ``namespace`` with their versions, then new
+        knowledge entries with their search terms, all in one transaction: any failure leaves the
+        database untouched.
 
         A session never lands on rows already stored under its id (left by a prompt frozen while
         its session was deleted, say): that is a conflict, answered before any insert, and not a
@@ -173,6 +199,21 @@ class SqlLifecycleStorage:
                 self._write_session(tx, namespace, snapshot)
             for block in shared_blocks:
                 self._write_shared_block(tx, namespace, block)
+            for entry in knowledge_entries:
+                self._write_knowledge_entry(tx, namespace, entry)
+
+    def _write_knowledge_entry(self, tx: Executor, namespace: str, entry: KnowledgeEntrySnapshot) -> None:
+        """An entry the namespace did not have, indexed as ``set_context`` indexes one; one written
+        meanwhile is a conflict."""
+        key = {"scope": namespace, "label": entry.label, "key": entry.key}
+        row = {**key, "content": entry.content, "created_at": entry.created_at, "updated_at": entry.updated_at}
+        index = self._sql.entry_statement(tx, self._sql.index_entry, namespace)  # made (and filled) before the row
+        if not tx.query(self._sql.import_entry, row):
+            raise ConflictError(
+                f"Knowledge entry {entry.key!r} of block {entry.label!r} was written while importing; "
+                "nothing was imported"
+            )
+        tx.execute(index, {**key, **self._sql.index_params(entry.content)})
 
     def _write_shared_block(self, tx: Executor, namespace: str, block: SharedBlockSnapshot) -> None:
         """A block the namespace did not have, and its versions; one written meanwhile is a conflict."""

@@ -55,6 +55,17 @@ class SharedBlockSnapshot:
 
 
 @dataclass(frozen=True, slots=True)
+class KnowledgeEntrySnapshot:
+    """One knowledge entry of a namespace (a ``search`` block's keyed entry); the owner is not in it."""
+
+    label: str
+    key: str
+    content: str
+    created_at: str
+    updated_at: str
+
+
+@dataclass(frozen=True, slots=True)
 class SessionSnapshot:
     id: str
     name: str
@@ -109,6 +120,7 @@ __all__ = [
     "BlockRow",
     "CompactionRow",
     "ExpiredSession",
+    "KnowledgeEntrySnapshot",
     "MessageRow",
     "RemovedRows",
     "SessionSnapshot",

@@ -500,6 +500,16 @@ class PostgresSql(SqlDialect):
         "SELECT key, content, created_at, updated_at FROM threadloom_search_entries "
         "WHERE scope = :scope AND label = :label AND key = :key"
     )
+    export_entries = (
+        "SELECT label, key, content, created_at, updated_at FROM threadloom_search_entries "
+        "WHERE scope = :scope AND (label, key) > (:after_label, :after_key) ORDER BY label, key LIMIT :limit"
+    )
+    import_entry = (
+        "INSERT INTO threadloom_search_entries (scope, label, key, content, created_at, updated_at) "
+        "VALUES (:scope, :label, :key, :content, CAST(:created_at AS timestamptz), "
+        "CAST(:updated_at AS timestamptz)) "
+        "ON CONFLICT (scope, label, key) DO NOTHING RETURNING key"
+    )
     delete_entry = (
         "DELETE FROM threadloom_search_entries WHERE scope = :scope AND label = :label AND key = :key RETURNING key"
     )
