@@ -25,7 +25,7 @@ from threadloom.client import ThreadloomClient
 from threadloom.core.manager import SessionManager
 
 from tests.client.servers import PROFILE, msg
-from tests.support.lifecycle import NO_SHARED_BLOCKS
+from tests.support.lifecycle import NO_SHARED_BLOCKS_OR_KNOWLEDGE
 from tests.support.local_server import local_server
 
 pytestmark = pytest.mark.e2e
@@ -236,7 +236,7 @@ def test_status_legal_hold_export_and_import_round_trip(client: ThreadloomClient
         "unchanged": [info.id],
         "messages": 0,
         "renamed": {},
-        **NO_SHARED_BLOCKS,
+        **NO_SHARED_BLOCKS_OR_KNOWLEDGE,
     }
 
     # And after the session is deleted, the file brings it back whole, with its ids (minted for its namespace)

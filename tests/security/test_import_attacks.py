@@ -331,7 +331,13 @@ def test_the_cli_refuses_a_hostile_file_without_a_traceback_and_names_a_foreign_
 
 def test_a_prompt_line_may_be_longer_than_other_records_but_not_unbounded(store: Any) -> None:
     limits = DEFAULT_LIMITS.with_overrides(
-        {"max_message_bytes": 1024, "max_block_bytes": 1024, "max_summary_bytes": 1024, "max_response_bytes": 262144}
+        {
+            "max_message_bytes": 1024,
+            "max_block_bytes": 1024,
+            "max_summary_bytes": 1024,
+            "max_entry_bytes": 1024,
+            "max_response_bytes": 262144,
+        }
     )
     cap = max_line_bytes(limits)
 

@@ -33,7 +33,7 @@ from threadloom.storage.snapshot import SessionSnapshot
 
 from tests.support.api import SESSION, TENANT, backend_store, call, seeded_runtime, text
 from tests.support.crafted_exports import AT, crafted_export, imported_id
-from tests.support.lifecycle import NO_SHARED_BLOCKS
+from tests.support.lifecycle import NO_SHARED_BLOCKS_OR_KNOWLEDGE
 
 A = TENANT
 B = "tenant-b"
@@ -160,8 +160,9 @@ def test_importing_ids_held_by_another_tenant_or_by_nobody_gives_answers_of_one_
     }
     shapes = {shape(answer, old) for old, answer in answers.items()}
     assert shapes == {
-        '200 {"imported": ["<new>"], "messages": 0, "renamed": {"<id>": "<new>"}, "sharedBlockVersions": 0, '
-        '"sharedBlocksImported": [], "sharedBlocksUnchanged": [], "unchanged": []}'
+        '200 {"imported": ["<new>"], "knowledgeEntriesImported": 0, "knowledgeEntriesUnchanged": 0, "messages": 0, '
+        '"renamed": {"<id>": "<new>"}, "sharedBlockVersions": 0, "sharedBlocksImported": [], '
+        '"sharedBlocksUnchanged": [], "unchanged": []}'
     }
     for old, answer in answers.items():
         assert answer[1]["renamed"] == {old: imported_id(runtime.store, B, old)}
@@ -227,7 +228,7 @@ def test_a_renamed_session_brings_its_blocks_prompt_and_fork_along(runtime: Runt
             "unchanged": [new_parent, new_fork],
             "messages": 0,
             "renamed": answer["renamed"],
-            **NO_SHARED_BLOCKS,
+            **NO_SHARED_BLOCKS_OR_KNOWLEDGE,
         },
     )
     assert import_as("tenant-c", data)[1]["renamed"][parent.id] == imported_id(runtime.store, "tenant-c", parent.id)
@@ -253,7 +254,7 @@ def test_an_export_re_imported_by_its_own_tenant_is_unchanged_and_keeps_its_ids(
     answer = import_as(A, stream.getvalue())
     assert answer == (
         200,
-        {"imported": [], "unchanged": [SESSION, minted], "messages": 0, "renamed": {}, **NO_SHARED_BLOCKS},
+        {"imported": [], "unchanged": [SESSION, minted], "messages": 0, "renamed": {}, **NO_SHARED_BLOCKS_OR_KNOWLEDGE},
     )
     # Control: the same file into B is B's copy under B's ids
     theirs = import_as(B, stream.getvalue())[1]

@@ -113,5 +113,11 @@ def scan_database(store: Any) -> str:
     return "\n".join(values)
 
 
-NO_SHARED_BLOCKS = {"sharedBlocksImported": [], "sharedBlocksUnchanged": [], "sharedBlockVersions": 0}
-"""What an import answer says of shared blocks when the file has none."""
+NO_SHARED_BLOCKS_OR_KNOWLEDGE = {
+    "sharedBlocksImported": [],
+    "sharedBlocksUnchanged": [],
+    "sharedBlockVersions": 0,
+    "knowledgeEntriesImported": 0,
+    "knowledgeEntriesUnchanged": 0,
+}
+"""What an import answer says of shared blocks and knowledge entries when the file has none."""

@@ -18,7 +18,7 @@ from threadloom.api.runtime import Runtime, set_runtime
 
 from tests.support.api import SESSION, TENANT, backend_store, call, seeded_runtime
 from tests.support.crafted_exports import crafted_export, imported_id
-from tests.support.lifecycle import NO_SHARED_BLOCKS
+from tests.support.lifecycle import NO_SHARED_BLOCKS_OR_KNOWLEDGE
 
 A = TENANT
 B = "tenant-b"
@@ -121,7 +121,13 @@ def test_importing_an_id_another_tenant_holds_renames_it_as_any_foreign_id(runti
     given = imported_id(runtime.store, B, SESSION)
     assert answer == (
         200,
-        {"imported": [given], "unchanged": [], "messages": 0, "renamed": {SESSION: given}, **NO_SHARED_BLOCKS},
+        {
+            "imported": [given],
+            "unchanged": [],
+            "messages": 0,
+            "renamed": {SESSION: given},
+            **NO_SHARED_BLOCKS_OR_KNOWLEDGE,
+        },
     )
     assert call("GET", f"/sessions/{SESSION}")[1]["name"] == "Pirate taxes"
     assert call("GET", f"/sessions/{given}", tenant=B)[1]["name"] == "crafted"
@@ -129,5 +135,11 @@ def test_importing_an_id_another_tenant_holds_renames_it_as_any_foreign_id(runti
     # and importing it again changes nothing
     assert import_as(B, crafted_export(SESSION)) == (
         200,
-        {"imported": [], "unchanged": [given], "messages": 0, "renamed": {SESSION: given}, **NO_SHARED_BLOCKS},
+        {
+            "imported": [],
+            "unchanged": [given],
+            "messages": 0,
+            "renamed": {SESSION: given},
+            **NO_SHARED_BLOCKS_OR_KNOWLEDGE,
+        },
     )

@@ -18,7 +18,7 @@ from threadloom.api.runtime import set_runtime
 
 from tests.support.api import SESSION, TENANT, FakeLambdaContext, load_event, seeded_runtime, text
 from tests.support.crafted_exports import imported_id
-from tests.support.lifecycle import NO_SHARED_BLOCKS, scan_database
+from tests.support.lifecycle import NO_SHARED_BLOCKS_OR_KNOWLEDGE, scan_database
 
 BUCKET = "threadloom-exports"
 PROMPTS = "threadloom-prompts"
@@ -93,7 +93,7 @@ def test_export_then_import_the_upload(tmp_path: Path) -> None:
         "unchanged": [SESSION],
         "messages": 0,
         "renamed": {},
-        **NO_SHARED_BLOCKS,
+        **NO_SHARED_BLOCKS_OR_KNOWLEDGE,
     }
     # After a delete, the upload restores it; its id was not minted for the namespace (it was chosen by
     # hand), so it comes back under the id the namespace gives it, with its message ids
@@ -105,7 +105,7 @@ def test_export_then_import_the_upload(tmp_path: Path) -> None:
         "unchanged": [],
         "messages": 4,
         "renamed": {SESSION: given},
-        **NO_SHARED_BLOCKS,
+        **NO_SHARED_BLOCKS_OR_KNOWLEDGE,
     }
     history = json.loads(call("GET", f"/sessions/{given}/history")[2])
     assert [message["id"] for message in history["messages"]] == ["m1", "m2", "m3", "m4"]
@@ -113,7 +113,7 @@ def test_export_then_import_the_upload(tmp_path: Path) -> None:
     again = call("GET", f"/sessions/{given}/export")[2]
     assert call("DELETE", f"/sessions/{given}")[0] == 200
     back = json.loads(call("POST", "/sessions/import", raw=again)[2])
-    assert back == {"imported": [given], "unchanged": [], "messages": 4, "renamed": {}, **NO_SHARED_BLOCKS}
+    assert back == {"imported": [given], "unchanged": [], "messages": 4, "renamed": {}, **NO_SHARED_BLOCKS_OR_KNOWLEDGE}
     # Another tenant gets its own copy under an id minted for it, and a damaged upload is a 400 that imports nothing
     theirs = call("POST", "/sessions/import", raw=exported, sub="someone-else")
     assert theirs[0] == 200 and json.loads(theirs[2])["renamed"] == {

@@ -37,10 +37,15 @@ IMPORT_PREFIX = "imports/"
 
 
 def export_session(
-    runtime: Runtime, tenant: str, session_id: str, *, include_shared_blocks: bool = False
+    runtime: Runtime,
+    tenant: str,
+    session_id: str,
+    *,
+    include_shared_blocks: bool = False,
+    include_knowledge: bool = False,
 ) -> bytes | ExportLink:
-    """The session's export file (with its subject's and the tenant's shared blocks when asked),
-    or a link to it in S3 when it is too large for a response."""
+    """The session's export file (with its subject's and the tenant's shared blocks, and the tenant's
+    knowledge entries, when asked), or a link to it in S3 when it is too large for a response."""
     buffer = io.BytesIO()
     report = export_sessions(
         runtime.store.lifecycle(),
@@ -49,6 +54,7 @@ def export_session(
         buffer,
         signing_key=signing_key_from_environment(),
         include_shared_blocks=include_shared_blocks,
+        include_knowledge=include_knowledge,
     )
     data = buffer.getvalue()
     settings = runtime.settings
@@ -86,6 +92,7 @@ def import_file(runtime: Runtime, tenant: str, stream: IO[bytes], *, admin: bool
             shared_block_scopes={
                 b.label: b.scope for b in runtime.profile.blocks if b.kind == "writable" and b.scope != "session"
             },
+            knowledge_labels=[b.label for b in runtime.profile.blocks if b.kind == "search"],
         )
     except LegalHoldNotAllowedError as error:
         raise ForbiddenError(str(error)) from None
@@ -96,6 +103,8 @@ def import_file(runtime: Runtime, tenant: str, stream: IO[bytes], *, admin: bool
         renamed=len(report.renamed),
         shared_blocks=len(report.shared_blocks_imported),
         shared_block_versions=report.shared_block_versions,
+        knowledge_entries=report.knowledge_entries_imported,
+        knowledge_entries_unchanged=report.knowledge_entries_unchanged,
     )
     return ImportOut(
         imported=report.imported,
@@ -105,6 +114,8 @@ def import_file(runtime: Runtime, tenant: str, stream: IO[bytes], *, admin: bool
         shared_blocks_imported=report.shared_blocks_imported,
         shared_blocks_unchanged=report.shared_blocks_unchanged,
         shared_block_versions=report.shared_block_versions,
+        knowledge_entries_imported=report.knowledge_entries_imported,
+        knowledge_entries_unchanged=report.knowledge_entries_unchanged,
     )
 
 

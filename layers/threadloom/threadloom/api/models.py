@@ -190,6 +190,12 @@ class ImportOut(ApiModel):
         description="Versions stored for the imported shared blocks: the file's history plus one version per block "
         "that records the import",
     )
+    knowledge_entries_imported: int = Field(
+        default=0, description="Knowledge entries (of the profile's search blocks) written now, with their search terms"
+    )
+    knowledge_entries_unchanged: int = Field(
+        default=0, description="Knowledge entries already present with the same content"
+    )
 
 
 class ErasureReceiptOut(ApiModel):

@@ -124,8 +124,14 @@ class AsyncThreadloomClient:
 
     # -------------------------------------------------------------- lifecycle
 
-    async def export_session(self, session_id: str, *, include_shared_blocks: bool = False) -> bytes:
-        return await self._http.run(ops.export_session(session_id, include_shared_blocks=include_shared_blocks))
+    async def export_session(
+        self, session_id: str, *, include_shared_blocks: bool = False, include_knowledge: bool = False
+    ) -> bytes:
+        return await self._http.run(
+            ops.export_session(
+                session_id, include_shared_blocks=include_shared_blocks, include_knowledge=include_knowledge
+            )
+        )
 
     async def import_sessions(self, data: bytes | str) -> dict[str, Any]:
         return await self._http.run(ops.import_sessions(data))

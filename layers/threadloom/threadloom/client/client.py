@@ -138,10 +138,17 @@ class ThreadloomClient:
 
     # -------------------------------------------------------------- lifecycle
 
-    def export_session(self, session_id: str, *, include_shared_blocks: bool = False) -> bytes:
+    def export_session(
+        self, session_id: str, *, include_shared_blocks: bool = False, include_knowledge: bool = False
+    ) -> bytes:
         """The session's export file (JSON Lines, docs/export-format.md), following the API to S3 when it is large;
-        ``include_shared_blocks`` adds the subject and tenant blocks with their history."""
-        return self._http.run(ops.export_session(session_id, include_shared_blocks=include_shared_blocks))
+        ``include_shared_blocks`` adds the subject and tenant blocks with their history, ``include_knowledge``
+        the tenant's knowledge entries (its search blocks')."""
+        return self._http.run(
+            ops.export_session(
+                session_id, include_shared_blocks=include_shared_blocks, include_knowledge=include_knowledge
+            )
+        )
 
     def import_sessions(self, data: bytes | str) -> dict[str, Any]:
         """Import an export file (all or nothing; ids not the tenant's own are renamed, see ``renamed``)."""

@@ -168,11 +168,17 @@ def search(query: str, limit: int, session_id: str | None = None) -> Op[list[Sea
 # ---------------------------------------------------------------- lifecycle
 
 
-def export_session(session_id: str, *, include_shared_blocks: bool = False) -> Op[bytes]:
+def export_session(
+    session_id: str, *, include_shared_blocks: bool = False, include_knowledge: bool = False
+) -> Op[bytes]:
     """The export file, following the API to S3 when it answers 303; with ``include_shared_blocks``, the subject
-    and tenant blocks and their history too."""
-    params = {"includeSharedBlocks": "true"} if include_shared_blocks else None
-    response: httpx.Response = yield Call("GET", _route(session_id, "export"), raw=True, params=params)
+    and tenant blocks and their history too; with ``include_knowledge``, the tenant's knowledge entries."""
+    params: dict[str, str] = {}
+    if include_shared_blocks:
+        params["includeSharedBlocks"] = "true"
+    if include_knowledge:
+        params["includeKnowledge"] = "true"
+    response: httpx.Response = yield Call("GET", _route(session_id, "export"), raw=True, params=params or None)
     if response.status_code == 303:
         return bytes((yield Download(response.json()["url"])))
     return response.content

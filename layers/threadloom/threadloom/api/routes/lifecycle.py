@@ -45,10 +45,18 @@ def export_session(
         bool,
         Query(description="Also export the session's subject blocks and the tenant blocks, with their history"),
     ] = False,
+    includeKnowledge: Annotated[
+        bool,
+        Query(description="Also export the tenant's knowledge entries (its search blocks')"),
+    ] = False,
 ) -> Response[Any]:
     require_session(manager(router), sessionId)
     result = data_lifecycle.export_session(
-        get_runtime(), tenant(router), sessionId, include_shared_blocks=includeSharedBlocks
+        get_runtime(),
+        tenant(router),
+        sessionId,
+        include_shared_blocks=includeSharedBlocks,
+        include_knowledge=includeKnowledge,
     )
     if isinstance(result, ExportLink):
         response = json_response(303, result)
