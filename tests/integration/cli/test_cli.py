@@ -19,11 +19,13 @@ NS = "tenant-a"
 EXECUTABLE = Path(sys.executable).with_name("threadloom")
 
 
-def run(*args: str, database: str | None = None, check_code: int | None = 0) -> subprocess.CompletedProcess[str]:
+def run(
+    *args: str, database: str | None = None, check_code: int | None = 0, namespace: str = NS
+) -> subprocess.CompletedProcess[str]:
     command = [str(EXECUTABLE)] if EXECUTABLE.exists() else [sys.executable, "-m", "threadloom.cli"]
     options = ["--database", database] if database else []
     done = subprocess.run(
-        [*command, *options, "--namespace", NS, *args], capture_output=True, text=True, timeout=60, check=False
+        [*command, *options, "--namespace", namespace, *args], capture_output=True, text=True, timeout=60, check=False
     )
     if check_code is not None:
         assert done.returncode == check_code, (done.returncode, done.stdout, done.stderr)
@@ -291,3 +293,97 @@ def test_knowledge_list_and_forget_in_one_namespace(
     assert [(entry["key"], entry["content"]) for entry in json.loads(other.stdout)] == [
         ("harbour-fees", "tenant-b: Harbour fees")
     ]
+
+
+FACTS_PROFILE = """
+blocks:
+  - {label: facts, kind: search, description: What the agent looked up}
+"""
+ONE_ENTRY_PROFILE = """
+blocks:
+  - {label: knowledge, kind: search, description: Searchable knowledge base}
+limits: {max_entries_per_tenant: 1}
+"""
+
+
+def _tenant_a_with_knowledge(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> str:
+    """A database whose tenant-a has one session and two entries under ``knowledge``; its URL."""
+    if backend == "postgres":
+        store = request.getfixturevalue("postgres_store_factory")()  # an emptied, migrated per-worker database
+        database = url_for(worker_database(request))
+    else:
+        store = SqliteStore(str(tmp_path / "knowledge.db"))
+        database = f"sqlite:///{tmp_path / 'knowledge.db'}"
+    store.registry(NS).create("notes")
+    entries = store.search_provider(scope=NS)  # the tenant's entries, as the bundled profile's search block stores them
+    entries.init("knowledge")
+    entries.set("harbour-fees", "Harbour fees are paid at the office.")
+    entries.set("departures", "The ferry leaves at nine.")
+    store.close()
+    return database
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_export_and_import_the_knowledge_into_another_namespace(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    # Given tenant-a with one session and two entries in the bundled profile's search block
+    database = _tenant_a_with_knowledge(tmp_path, backend, request)
+    held = [("departures", "The ferry leaves at nine."), ("harbour-fees", "Harbour fees are paid at the office.")]
+
+    def knowledge_of(namespace: str) -> list[tuple[str, str]]:
+        listed = as_json(run("--json", "knowledge", "list", "knowledge", database=database, namespace=namespace))
+        return [(entry["key"], entry["content"]) for entry in listed]
+
+    # When it exports them with its sessions, then tenant-b imports the file twice
+    export_file = tmp_path / "with-knowledge.jsonl"
+    text = run("export", "--include-knowledge", "-o", str(export_file), database=database).stdout
+    assert text.strip() == f"Exported 1 session (0 messages) and 2 knowledge entries to {export_file}."
+    exported = as_json(run("--json", "export", "--include-knowledge", "-o", str(export_file), database=database))
+    assert exported["knowledge_entries"] == 2 and "shared_blocks" not in exported
+    both = run("export", "--include-shared-blocks", "--include-knowledge", "-o", str(export_file), database=database)
+    assert f"(0 messages), 0 shared blocks and 2 knowledge entries to {export_file}." in both.stdout
+    plain = as_json(run("--json", "export", "-o", str(tmp_path / "plain.jsonl"), database=database))
+    assert "knowledge_entries" not in plain
+    first = run("import", str(export_file), database=database, namespace="tenant-b").stdout
+    assert "Knowledge entries: 2 imported, 0 unchanged." in first
+    again = as_json(run("--json", "import", str(export_file), database=database, namespace="tenant-b"))
+    assert again["knowledge_entries_imported"] == 0 and again["knowledge_entries_unchanged"] == 2
+    text = run("import", str(export_file), database=database, namespace="tenant-b").stdout
+    assert text.splitlines()[0].endswith("unchanged. Knowledge entries: 0 imported, 2 unchanged.")
+    # Then tenant-b lists them, tenant-a still holds its own, and a file without entries says nothing of them
+    assert knowledge_of("tenant-b") == held
+    assert knowledge_of(NS) == held
+    without = as_json(run("--json", "import", str(tmp_path / "plain.jsonl"), database=database, namespace="tenant-b"))
+    assert "knowledge_entries_imported" not in without and "knowledge_entries_unchanged" not in without
+
+
+@pytest.mark.parametrize("backend", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_import_refuses_knowledge_outside_the_profile_or_its_quota(
+    tmp_path: Path, backend: str, request: pytest.FixtureRequest
+) -> None:
+    # Given an export of tenant-a's two entries under the bundled profile's knowledge block
+    database = _tenant_a_with_knowledge(tmp_path, backend, request)
+    export_file = tmp_path / "with-knowledge.jsonl"
+    run("export", "--include-knowledge", "-o", str(export_file), database=database)
+    facts, one_entry = tmp_path / "facts.yaml", tmp_path / "one-entry.yaml"
+    facts.write_text(FACTS_PROFILE, encoding="utf-8")
+    one_entry.write_text(ONE_ENTRY_PROFILE, encoding="utf-8")
+    # When tenant-b imports it under a profile whose search block is another label, or allows one entry
+    other_label = run(
+        "import", "--profile", str(facts), str(export_file), database=database, namespace="tenant-b", check_code=5
+    )
+    over_quota = run(
+        "import", "--profile", str(one_entry), str(export_file), database=database, namespace="tenant-b", check_code=4
+    )
+    # Then each says why, and nothing of the file was imported
+    assert other_label.stdout == ""
+    assert (
+        "under 'knowledge', which is not a search block of this deployment's profile (search blocks: facts); "
+        "nothing was imported" in other_label.stderr
+    )
+    assert "would pass the most allowed (1); nothing was imported" in over_quota.stderr
+    assert over_quota.stderr.startswith("threadloom: ")
+    assert as_json(run("--json", "sessions", "list", database=database, namespace="tenant-b")) == []
+    listed = run("--json", "knowledge", "list", "knowledge", database=database, namespace="tenant-b")
+    assert as_json(listed) == []

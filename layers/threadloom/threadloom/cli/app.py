@@ -247,6 +247,10 @@ def export(
             help="Also export the sessions' subject blocks and the tenant blocks, with their history",
         ),
     ] = False,
+    include_knowledge: Annotated[
+        bool,
+        typer.Option("--include-knowledge", help="Also export the namespace's knowledge entries (its search blocks')"),
+    ] = False,
 ) -> None:
     """Export sessions, whole and with their ids, to a JSONL file (docs/export-format.md)."""
     from threadloom.lifecycle import export_sessions
@@ -264,6 +268,7 @@ def export(
                 sys.stdout.buffer,
                 signing_key=key,
                 include_shared_blocks=include_shared_blocks,
+                include_knowledge=include_knowledge,
             )
             sys.stdout.flush()
             return
@@ -278,6 +283,7 @@ def export(
                     on_session=lambda _: advance(),
                     signing_key=key,
                     include_shared_blocks=include_shared_blocks,
+                    include_knowledge=include_knowledge,
                 )
             partial.replace(output)  # a failed export never leaves a file that looks complete
         finally:
@@ -288,14 +294,17 @@ def export(
         "messages": report.messages,
         "bytes": output.stat().st_size,
     }
-    blocks = ""
+    extras: list[str] = []
     if include_shared_blocks:
         exported["shared_blocks"] = report.shared_blocks
-        blocks = f" and {plural(report.shared_blocks, 'shared block')}"
+        extras.append(plural(report.shared_blocks, "shared block"))
+    if include_knowledge:
+        exported["knowledge_entries"] = report.knowledge_entries
+        extras.append(plural(report.knowledge_entries, "knowledge entry", "knowledge entries"))
+    also = "".join(f", {extra}" for extra in extras[:-1]) + (f" and {extras[-1]}" if extras else "")
     state.out.result(
         exported,
-        text=f"Exported {plural(report.sessions, 'session')} ({plural(report.messages, 'message')}){blocks} "
-        f"to {output}.",
+        text=f"Exported {plural(report.sessions, 'session')} ({plural(report.messages, 'message')}){also} to {output}.",
     )
 
 
@@ -328,6 +337,8 @@ def import_(
         if loaded is not None
         else None
     )
+    # and a knowledge entry must be under one of its search blocks; without a profile (an operator) any label goes
+    searchable = [block.label for block in loaded.blocks if block.kind == "search"] if loaded is not None else None
     key = signing_key_from_environment()
     with state.store() as store:
         if str(file) == "-":
@@ -340,6 +351,7 @@ def import_(
                 signing_key=key,
                 keep_ids=keep_ids,
                 shared_block_scopes=shared,
+                knowledge_labels=searchable,
             )
         else:
             try:
@@ -356,6 +368,7 @@ def import_(
                     signing_key=key,
                     keep_ids=keep_ids,
                     shared_block_scopes=shared,
+                    knowledge_labels=searchable,
                 )
     renames = "".join(f"\n  {old} -> {new}" for old, new in report.renamed.items())
     imported: dict[str, object] = {
@@ -374,6 +387,13 @@ def import_(
         blocks = (
             f" Shared blocks: {subject} subject and {tenant} tenant imported "
             f"({plural(report.shared_block_versions, 'version')}), {len(report.shared_blocks_unchanged)} unchanged."
+        )
+    if report.knowledge_entries_imported or report.knowledge_entries_unchanged:
+        imported["knowledge_entries_imported"] = report.knowledge_entries_imported
+        imported["knowledge_entries_unchanged"] = report.knowledge_entries_unchanged
+        blocks += (
+            f" Knowledge entries: {report.knowledge_entries_imported} imported, "
+            f"{report.knowledge_entries_unchanged} unchanged."
         )
     state.out.result(
         imported,

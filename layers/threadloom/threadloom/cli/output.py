@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from threadloom.errors import ConflictError, NotFoundError, StorageUnavailableError, ValidationError
+from threadloom.errors import ConflictError, NotFoundError, QuotaExceededError, StorageUnavailableError, ValidationError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -42,7 +42,7 @@ def plural(count: int, noun: str, many: str | None = None) -> str:
 def exit_code_for(error: Exception) -> ExitCode:
     if isinstance(error, NotFoundError):
         return ExitCode.NOT_FOUND
-    if isinstance(error, ConflictError):
+    if isinstance(error, (ConflictError, QuotaExceededError)):  # a quota is a conflict with what is stored (HTTP 409)
         return ExitCode.CONFLICT
     if isinstance(error, ValidationError):
         return ExitCode.INVALID_INPUT

@@ -25,13 +25,20 @@ from typing import IO, TYPE_CHECKING
 
 from threadloom.clock import utc_now
 from threadloom.core.keys import imported_session_id, is_minted_for
-from threadloom.errors import ConflictError, NotFoundError, QuotaExceededError, ValidationError
+from threadloom.errors import ConflictError, NotFoundError, ValidationError
 from threadloom.lifecycle.export_format import (
     MAX_BLOCK_VERSIONS,
     PROMPT_KEY_PREFIX,
     ExportReader,
     ExportWriter,
     snapshot_records,
+)
+from threadloom.lifecycle.tenant_data import (
+    check_knowledge_labels,
+    check_shared_labels,
+    plan_knowledge,
+    plan_shared_blocks,
+    shared_block_name,
 )
 from threadloom.limits import DEFAULT_LIMITS
 from threadloom.records import BlockChange, BlockVersion
@@ -41,7 +48,7 @@ if TYPE_CHECKING:
 
     from threadloom.lifecycle.protocols import LifecycleStorage
     from threadloom.limits import Limits
-    from threadloom.storage.snapshot import KnowledgeEntrySnapshot, SessionSnapshot, SharedBlockSnapshot
+    from threadloom.storage.snapshot import SessionSnapshot, SharedBlockSnapshot
 
 SPOOL_BYTES = 1024 * 1024
 KNOWLEDGE_PAGE = 500
@@ -164,10 +171,10 @@ def import_sessions(
     The file's subject and tenant blocks are written into ``namespace`` (never the exporter's),
     for the subject the file names; ``shared_block_scopes`` (``{label: scope}`` of the profile's
     shared blocks) refuses any other label or scope. A block already present with the same
-    content is unchanged, with other content a conflict; see :func:`_plan_shared_blocks`.
+    content is unchanged, with other content a conflict; see ``tenant_data.plan_shared_blocks``.
     The file's knowledge entries are written into ``namespace`` likewise; ``knowledge_labels`` (the
     profile's ``search`` blocks) refuses any other label, and a label may not pass
-    ``limits.max_entries_per_tenant``; see :func:`_plan_knowledge`.
+    ``limits.max_entries_per_tenant``; see ``tenant_data.plan_knowledge``.
     """
     with _seekable(stream) as source:
         start = source.tell()
@@ -185,10 +192,10 @@ def import_sessions(
         header = reader.header
         if shared_block_scopes is not None:
             check_shared_labels(reader.shared_blocks, shared_block_scopes)
-        shared = _plan_shared_blocks(storage, namespace, reader.shared_blocks)
+        shared = plan_shared_blocks(storage, namespace, reader.shared_blocks)
         if knowledge_labels is not None:
             check_knowledge_labels(reader.knowledge_entries, knowledge_labels)
-        knowledge = _plan_knowledge(storage, namespace, reader.knowledge_entries, limits or DEFAULT_LIMITS)
+        knowledge = plan_knowledge(storage, namespace, reader.knowledge_entries, limits or DEFAULT_LIMITS)
 
         def again() -> Iterator[SessionSnapshot]:
             source.seek(start)
@@ -217,102 +224,6 @@ def import_sessions(
         knowledge_entries_imported=len(knowledge.fresh),
         knowledge_entries_unchanged=knowledge.present,
     )
-
-
-def shared_block_name(block: SharedBlockSnapshot) -> str:
-    """How reports name a shared block: ``subject/<subject id>/<label>`` or ``tenant/<label>``."""
-    return f"subject/{block.subject_id}/{block.key}" if block.scope == "subject" else f"tenant/{block.key}"
-
-
-def check_shared_labels(blocks: Iterable[SharedBlockSnapshot], scopes: Mapping[str, str]) -> None:
-    """Refuse a shared block the profile does not declare with that scope (nothing is imported)."""
-    for block in blocks:
-        if scopes.get(block.key) != block.scope:
-            declared = ", ".join(f"{label} ({scope})" for label, scope in sorted(scopes.items())) or "none"
-            raise ValidationError(
-                f"The {block.scope} block {block.key!r} is not a {block.scope} block of this deployment's profile "
-                f"(shared blocks: {declared}); nothing was imported"
-            )
-
-
-def check_knowledge_labels(entries: Iterable[KnowledgeEntrySnapshot], labels: Collection[str]) -> None:
-    """Refuse an entry of a block the profile does not declare as searchable (nothing is imported)."""
-    for entry in entries:
-        if entry.label not in labels:
-            declared = ", ".join(sorted(labels)) or "none"
-            raise ValidationError(
-                f"The knowledge entry {entry.key!r} is under {entry.label!r}, which is not a search block of this "
-                f"deployment's profile (search blocks: {declared}); nothing was imported"
-            )
-
-
-@dataclass(slots=True)
-class _KnowledgePlan:
-    fresh: list[KnowledgeEntrySnapshot] = field(default_factory=list)
-    present: int = 0
-
-
-def _plan_knowledge(
-    storage: LifecycleStorage, namespace: str, entries: list[KnowledgeEntrySnapshot], limits: Limits
-) -> _KnowledgePlan:
-    """Which entries the namespace lacks (written) and which it holds with the same content (left).
-
-    One it holds with other content is a conflict, and a label that would pass the tenant's quota
-    (``max_entries_per_tenant``, as ``set_context`` enforces it) is refused: both raised before
-    anything is written. The entries' times are the file's, so a restore keeps when each was learned.
-    """
-    plan = _KnowledgePlan()
-    new_by_label: dict[str, int] = {}
-    for entry in entries:
-        stored = storage.read_knowledge_entry(namespace, entry.label, entry.key)
-        if stored is None:
-            plan.fresh.append(entry)
-            new_by_label[entry.label] = new_by_label.get(entry.label, 0) + 1
-        elif stored.content == entry.content:
-            plan.present += 1
-        else:
-            raise ConflictError(
-                f"Knowledge entry {entry.key!r} of block {entry.label!r} already exists with different content; "
-                "change or remove it first to re-import (nothing was imported)"
-            )
-    quota = limits.max_entries_per_tenant
-    for label, count in sorted(new_by_label.items()):
-        held = storage.count_knowledge_entries(namespace, label)
-        if held + count > quota:
-            raise QuotaExceededError(
-                f"Importing {count} new entries into block {label!r}, which holds {held}, would pass the most "
-                f"allowed ({quota}); nothing was imported"
-            )
-    return plan
-
-
-@dataclass(slots=True)
-class _SharedPlan:
-    fresh: list[SharedBlockSnapshot] = field(default_factory=list)
-    present: list[SharedBlockSnapshot] = field(default_factory=list)
-
-
-def _plan_shared_blocks(storage: LifecycleStorage, namespace: str, blocks: list[SharedBlockSnapshot]) -> _SharedPlan:
-    """Which blocks the namespace lacks (written) and which it holds with the same content (left);
-    one it holds with other content is a conflict, raised before anything is written."""
-    plan = _SharedPlan()
-    stored: dict[tuple[str, str], dict[str, str]] = {}
-    for block in blocks:
-        owner = (block.scope, block.subject_id)
-        if owner not in stored:
-            current = storage.read_shared_blocks(namespace, block.scope, block.subject_id, max_versions=0)
-            stored[owner] = {row.key: row.content for row in current}
-        content = stored[owner].get(block.key)
-        if content is None:
-            plan.fresh.append(block)
-        elif content == block.content:
-            plan.present.append(block)
-        else:
-            raise ConflictError(
-                f"Shared block {shared_block_name(block)!r} already exists with different content; "
-                "change or erase it first to re-import (nothing was imported)"
-            )
-    return plan
 
 
 def _as_imported(block: SharedBlockSnapshot, plan: _IdPlan, source_namespace: str | None) -> SharedBlockSnapshot:
@@ -464,9 +375,6 @@ __all__ = [
     "ImportReport",
     "LegalHoldNotAllowedError",
     "check_block_keys",
-    "check_knowledge_labels",
-    "check_shared_labels",
     "export_sessions",
     "import_sessions",
-    "shared_block_name",
 ]

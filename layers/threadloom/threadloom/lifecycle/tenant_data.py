@@ -1,0 +1,128 @@
+"""What an import brings that belongs to the tenant, not to a session: shared blocks and knowledge entries.
+
+Both are written into the importing namespace only (a record has no owner field), checked
+against the profile (a label it does not declare is refused) and planned against what the
+namespace already holds, before anything is written: the same content is left as it is,
+other content is a conflict, and knowledge may not pass the tenant's quota.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from threadloom.errors import ConflictError, QuotaExceededError, ValidationError
+
+if TYPE_CHECKING:
+    from collections.abc import Collection, Iterable, Mapping
+
+    from threadloom.lifecycle.protocols import LifecycleStorage
+    from threadloom.limits import Limits
+    from threadloom.storage.snapshot import KnowledgeEntrySnapshot, SharedBlockSnapshot
+
+
+def shared_block_name(block: SharedBlockSnapshot) -> str:
+    """How reports name a shared block: ``subject/<subject id>/<label>`` or ``tenant/<label>``."""
+    return f"subject/{block.subject_id}/{block.key}" if block.scope == "subject" else f"tenant/{block.key}"
+
+
+def check_shared_labels(blocks: Iterable[SharedBlockSnapshot], scopes: Mapping[str, str]) -> None:
+    """Refuse a shared block the profile does not declare with that scope (nothing is imported)."""
+    for block in blocks:
+        if scopes.get(block.key) != block.scope:
+            declared = ", ".join(f"{label} ({scope})" for label, scope in sorted(scopes.items())) or "none"
+            raise ValidationError(
+                f"The {block.scope} block {block.key!r} is not a {block.scope} block of this deployment's profile "
+                f"(shared blocks: {declared}); nothing was imported"
+            )
+
+
+def check_knowledge_labels(entries: Iterable[KnowledgeEntrySnapshot], labels: Collection[str]) -> None:
+    """Refuse an entry of a block the profile does not declare as searchable (nothing is imported)."""
+    for entry in entries:
+        if entry.label not in labels:
+            declared = ", ".join(sorted(labels)) or "none"
+            raise ValidationError(
+                f"The knowledge entry {entry.key!r} is under {entry.label!r}, which is not a search block of this "
+                f"deployment's profile (search blocks: {declared}); nothing was imported"
+            )
+
+
+@dataclass(slots=True)
+class KnowledgePlan:
+    fresh: list[KnowledgeEntrySnapshot] = field(default_factory=list)
+    present: int = 0
+
+
+def plan_knowledge(
+    storage: LifecycleStorage, namespace: str, entries: list[KnowledgeEntrySnapshot], limits: Limits
+) -> KnowledgePlan:
+    """Which entries the namespace lacks (written) and which it holds with the same content (left).
+
+    One it holds with other content is a conflict, and a label that would pass the tenant's quota
+    (``max_entries_per_tenant``, as ``set_context`` enforces it) is refused: both raised before
+    anything is written. The entries' times are the file's, so a restore keeps when each was learned.
+    """
+    plan = KnowledgePlan()
+    new_by_label: dict[str, int] = {}
+    for entry in entries:
+        stored = storage.read_knowledge_entry(namespace, entry.label, entry.key)
+        if stored is None:
+            plan.fresh.append(entry)
+            new_by_label[entry.label] = new_by_label.get(entry.label, 0) + 1
+        elif stored.content == entry.content:
+            plan.present += 1
+        else:
+            raise ConflictError(
+                f"Knowledge entry {entry.key!r} of block {entry.label!r} already exists with different content; "
+                "change or remove it first to re-import (nothing was imported)"
+            )
+    quota = limits.max_entries_per_tenant
+    for label, count in sorted(new_by_label.items()):
+        held = storage.count_knowledge_entries(namespace, label)
+        if held + count > quota:
+            raise QuotaExceededError(
+                f"Importing {count} new entries into block {label!r}, which holds {held}, would pass the most "
+                f"allowed ({quota}); nothing was imported"
+            )
+    return plan
+
+
+@dataclass(slots=True)
+class SharedBlockPlan:
+    fresh: list[SharedBlockSnapshot] = field(default_factory=list)
+    present: list[SharedBlockSnapshot] = field(default_factory=list)
+
+
+def plan_shared_blocks(storage: LifecycleStorage, namespace: str, blocks: list[SharedBlockSnapshot]) -> SharedBlockPlan:
+    """Which blocks the namespace lacks (written) and which it holds with the same content (left);
+    one it holds with other content is a conflict, raised before anything is written."""
+    plan = SharedBlockPlan()
+    stored: dict[tuple[str, str], dict[str, str]] = {}
+    for block in blocks:
+        owner = (block.scope, block.subject_id)
+        if owner not in stored:
+            current = storage.read_shared_blocks(namespace, block.scope, block.subject_id, max_versions=0)
+            stored[owner] = {row.key: row.content for row in current}
+        content = stored[owner].get(block.key)
+        if content is None:
+            plan.fresh.append(block)
+        elif content == block.content:
+            plan.present.append(block)
+        else:
+            raise ConflictError(
+                f"Shared block {shared_block_name(block)!r} already exists with different content; "
+                "change or erase it first to re-import (nothing was imported)"
+            )
+    return plan
+
+
+__all__ = [
+    "KnowledgePlan",
+    "SharedBlockPlan",
+    "check_knowledge_labels",
+    "check_shared_labels",
+    "plan_knowledge",
+    "plan_shared_blocks",
+    "shared_block_name",
+]
