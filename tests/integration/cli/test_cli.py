@@ -243,12 +243,7 @@ def test_knowledge_list_and_forget_in_one_namespace(
     from threadloom.api.profile import load_profile
     from threadloom.api.runtime import Runtime, Settings
 
-    if backend == "postgres":
-        store = request.getfixturevalue("postgres_store_factory")()  # an emptied, migrated per-worker database
-        database = url_for(worker_database(request))
-    else:
-        store = SqliteStore(str(tmp_path / "knowledge.db"))
-        database = f"sqlite:///{tmp_path / 'knowledge.db'}"
+    store, database = _knowledge_store(tmp_path, backend, request)
     profile = tmp_path / "knowledge.yaml"
     profile.write_text(KNOWLEDGE_PROFILE, encoding="utf-8")
     runtime = Runtime(Settings(), profile=load_profile(profile), store=store)
@@ -306,14 +301,17 @@ limits: {max_entries_per_tenant: 1}
 """
 
 
-def _tenant_a_with_knowledge(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> str:
-    """A database whose tenant-a has one session and two entries under ``knowledge``; its URL."""
+def _knowledge_store(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> tuple[Any, str]:
+    """An empty store of ``backend`` and the URL the CLI opens it by."""
     if backend == "postgres":
         store = request.getfixturevalue("postgres_store_factory")()  # an emptied, migrated per-worker database
-        database = url_for(worker_database(request))
-    else:
-        store = SqliteStore(str(tmp_path / "knowledge.db"))
-        database = f"sqlite:///{tmp_path / 'knowledge.db'}"
+        return store, url_for(worker_database(request))
+    return SqliteStore(str(tmp_path / "knowledge.db")), f"sqlite:///{tmp_path / 'knowledge.db'}"
+
+
+def _tenant_a_with_knowledge(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> str:
+    """A database whose tenant-a has one session and two entries under ``knowledge``; its URL."""
+    store, database = _knowledge_store(tmp_path, backend, request)
     store.registry(NS).create("notes")
     entries = store.search_provider(scope=NS)  # the tenant's entries, as the bundled profile's search block stores them
     entries.init("knowledge")
