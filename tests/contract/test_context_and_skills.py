@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from threadloom import ReadOnlyBlockError, Session
-from threadloom.errors import QuotaExceededError
+from threadloom.errors import QuotaExceededError, ValidationError
 
 from tests.support.messages import load_part, text_message
 
@@ -198,3 +198,14 @@ def test_search_entries_are_listed_read_and_removed_with_their_terms(make_store:
     assert other.search("lighthouse") == "[alpha]\nTenant B's own lighthouse"
     assert [entry.key for entry in other.entries(limit=10)] == ["alpha"]
     assert provider.entry("alpha") is not None and provider.entry("alpha").content == "Tides and moons"  # type: ignore[union-attr]
+
+
+def test_an_entry_needs_its_block_label(store: Any) -> None:
+    """Stored under no label, an entry could be listed, exported or removed by no one, so it is refused."""
+    provider = store.search_provider(scope="tenant-a")
+    with pytest.raises(ValidationError, match=r"call init\(label\) first"):
+        provider.set("alpha", "Tides and moons")
+    provider.init("knowledge")
+    assert provider.entries(limit=10) == []  # nothing was stored by the refused call
+    provider.set("alpha", "Tides and moons")
+    assert [entry.key for entry in provider.entries(limit=10)] == ["alpha"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from threadloom.clock import utc_now
-from threadloom.errors import QuotaExceededError
+from threadloom.errors import QuotaExceededError, ValidationError
 from threadloom.jscompat import js_trim
 from threadloom.providers.protocols import BlockRead
 from threadloom.records import SearchEntry
@@ -64,6 +64,8 @@ class SqlSearchProvider:
         return "\n\n".join(f"[{key}]\n{content}" for key, content in rows)
 
     def set(self, key: str, content: str) -> None:
+        if not self.label:  # an entry under no label could be listed, exported or removed by no one
+            raise ValidationError("This search provider has no block label yet: call init(label) first")
         params = {**self._params(), "key": key}
         with self._database.write() as tx:
             if self.max_entries is not None and not tx.query(self._sql.entry_exists, params):
