@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from threadloom.errors import ConflictError, QuotaExceededError, ValidationError
-from threadloom.lifecycle import ExportFormatError, export_sessions, import_sessions
+from threadloom.lifecycle import ExportFormatError, export_sessions, import_sessions, transfer
 from threadloom.lifecycle.export_format import MAX_KNOWLEDGE_BYTES, MAX_KNOWLEDGE_ENTRIES
 from threadloom.limits import DEFAULT_LIMITS
 
@@ -251,3 +251,16 @@ def test_a_file_may_not_carry_more_knowledge_bytes_than_the_cap(store: Any, tmp_
     with pytest.raises(ExportFormatError, match="more than 64 MiB of knowledge entries in one file"):
         import_sessions(store.lifecycle(), TARGET, io.BytesIO(sealed([*records, *extra])))
     assert stored(store, TARGET) == {}
+
+
+@pytest.mark.parametrize(("cap", "value"), [("MAX_KNOWLEDGE_ENTRIES", 2), ("MAX_KNOWLEDGE_BYTES", 60)])
+def test_an_export_refuses_more_knowledge_than_an_import_takes(
+    store: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cap: str, value: int
+) -> None:
+    """A file no import would take is never written: the export says why (the caps, lowered here)."""
+    sid = setup_source(store, tmp_path)  # three entries, 115 bytes of content
+    monkeypatch.setattr(transfer, cap, value)
+    with pytest.raises(ValidationError, match="more knowledge than one export file can carry"):
+        export_sessions(store.lifecycle(), SOURCE, [sid], io.BytesIO(), include_knowledge=True)
+    monkeypatch.undo()
+    assert export(store, sid)  # control: under the real caps the same namespace exports

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
     from threadloom.storage.snapshot import (
         ExpiredSession,
@@ -46,7 +46,7 @@ class LifecycleStorage(Protocol):
         self, namespace: str, *, after: tuple[str, str] = ("", ""), limit: int
     ) -> list[KnowledgeEntrySnapshot]: ...
 
-    def read_knowledge_entry(self, namespace: str, label: str, key: str) -> KnowledgeEntrySnapshot | None: ...
+    def read_knowledge_contents(self, namespace: str, label: str, keys: Sequence[str]) -> dict[str, str]: ...
 
     def count_knowledge_entries(self, namespace: str, label: str) -> int: ...
 

@@ -65,18 +65,23 @@ def plan_knowledge(
     """
     plan = KnowledgePlan()
     new_by_label: dict[str, int] = {}
+    by_label: dict[str, list[KnowledgeEntrySnapshot]] = {}
     for entry in entries:
-        stored = storage.read_knowledge_entry(namespace, entry.label, entry.key)
-        if stored is None:
-            plan.fresh.append(entry)
-            new_by_label[entry.label] = new_by_label.get(entry.label, 0) + 1
-        elif stored.content == entry.content:
-            plan.present += 1
-        else:
-            raise ConflictError(
-                f"Knowledge entry {entry.key!r} of block {entry.label!r} already exists with different content; "
-                "change or remove it first to re-import (nothing was imported)"
-            )
+        by_label.setdefault(entry.label, []).append(entry)
+    for label, of_label in by_label.items():
+        stored = storage.read_knowledge_contents(namespace, label, [entry.key for entry in of_label])
+        for entry in of_label:
+            content = stored.get(entry.key)
+            if content is None:
+                plan.fresh.append(entry)
+                new_by_label[label] = new_by_label.get(label, 0) + 1
+            elif content == entry.content:
+                plan.present += 1
+            else:
+                raise ConflictError(
+                    f"Knowledge entry {entry.key!r} of block {label!r} already exists with different content; "
+                    "change or remove it first to re-import (nothing was imported)"
+                )
     quota = limits.max_entries_per_tenant
     for label, count in sorted(new_by_label.items()):
         held = storage.count_knowledge_entries(namespace, label)

@@ -28,6 +28,8 @@ from threadloom.core.keys import imported_session_id, is_minted_for
 from threadloom.errors import ConflictError, NotFoundError, ValidationError
 from threadloom.lifecycle.export_format import (
     MAX_BLOCK_VERSIONS,
+    MAX_KNOWLEDGE_BYTES,
+    MAX_KNOWLEDGE_ENTRIES,
     PROMPT_KEY_PREFIX,
     ExportReader,
     ExportWriter,
@@ -132,13 +134,20 @@ def export_sessions(
             for block in storage.read_shared_blocks(namespace, scope, subject, max_versions=MAX_BLOCK_VERSIONS):
                 writer.add_shared_block(block)
                 shared += 1
-    entries = 0
+    entries = knowledge_bytes = 0
     if include_knowledge:
         after = ("", "")
         while page := storage.read_knowledge_entries(namespace, after=after, limit=KNOWLEDGE_PAGE):
+            entries += len(page)
+            knowledge_bytes += sum(len(entry.content.encode("utf-8")) for entry in page)
+            if entries > MAX_KNOWLEDGE_ENTRIES or knowledge_bytes > MAX_KNOWLEDGE_BYTES:
+                raise ValidationError(
+                    f"Namespace {namespace!r} holds more knowledge than one export file can carry (at most "
+                    f"{MAX_KNOWLEDGE_ENTRIES} entries and {MAX_KNOWLEDGE_BYTES // (1024 * 1024)} MiB of them, "
+                    "which an import holds in memory); export without include_knowledge"
+                )
             for entry in page:
                 writer.add_knowledge_entry(entry)
-            entries += len(page)
             after = (page[-1].label, page[-1].key)
     writer.close()
     return ExportReport(sessions=writer.sessions, messages=messages, shared_blocks=shared, knowledge_entries=entries)

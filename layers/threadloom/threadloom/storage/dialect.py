@@ -152,8 +152,13 @@ class SqlDialect:
     delete_entry: ClassVar[str]
     #: A namespace's entries of every label in (label, key) order after ``(:after_label, :after_key)``, for export.
     export_entries: ClassVar[str]
-    #: An imported entry with its own times; answers its key, or nothing when the key was taken meanwhile.
-    import_entry: ClassVar[str]
+    #: The contents of a label's entries whose keys are in ``:keys`` (a JSON array), for an import's plan.
+    entry_contents: ClassVar[str]
+    #: Imported entries (``:entries``, a JSON array of objects with their own times and
+    #: :meth:`index_params`); answers the (label, key) of each one written, none for a key taken meanwhile.
+    import_entries: ClassVar[str]
+    #: Whether :attr:`import_entries` also indexes the entries (else :attr:`index_entry` runs for each).
+    import_entries_indexes: ClassVar[bool] = False
 
     # Loaded skills (contract D7).
     get_loaded_skills: ClassVar[str]

@@ -7,7 +7,8 @@ and an interrupted sweep never leaves, half a session. The statements are each b
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+from typing import TYPE_CHECKING, Final
 
 from threadloom.core.messages import parse_stored_message
 from threadloom.errors import ConflictError, ValidationError
@@ -28,11 +29,17 @@ from threadloom.storage.snapshot import (
 from threadloom.storage.tree import SqlSessionProvider
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Sequence
 
     from threadloom.records import BlockVersion
     from threadloom.storage.database import Database, Executor
     from threadloom.storage.dialect import SqlDialect
+
+
+ENTRY_BATCH: Final = 500
+"""Knowledge entries an import reads or writes in one statement."""
+ENTRY_BATCH_CHARS: Final = 4 * 1024 * 1024
+"""A batch of entries to write ends once their contents reach this many characters (bounds one statement)."""
 
 
 class SqlLifecycleStorage:
@@ -128,12 +135,14 @@ class SqlLifecycleStorage:
             for label, key, content, created, updated in self._database.query_once(self._sql.export_entries, params)
         ]
 
-    def read_knowledge_entry(self, namespace: str, label: str, key: str) -> KnowledgeEntrySnapshot | None:
-        rows = self._database.query_once(self._sql.get_entry, {"scope": namespace, "label": label, "key": key})
-        if not rows:
-            return None
-        _, content, created, updated = rows[0]
-        return KnowledgeEntrySnapshot(label, key, str(content), to_timestamp_text(created), to_timestamp_text(updated))
+    def read_knowledge_contents(self, namespace: str, label: str, keys: Sequence[str]) -> dict[str, str]:
+        """``{key: content}`` of the label's entries among ``keys`` (one statement per ``ENTRY_BATCH`` keys)."""
+        contents: dict[str, str] = {}
+        for start in range(0, len(keys), ENTRY_BATCH):
+            params = {"scope": namespace, "label": label, "keys": json.dumps(list(keys[start : start + ENTRY_BATCH]))}
+            for key, content in self._database.query_once(self._sql.entry_contents, params):
+                contents[str(key)] = str(content)
+        return contents
 
     def count_knowledge_entries(self, namespace: str, label: str) -> int:
         return int(self._database.query_once(self._sql.count_entries, {"scope": namespace, "label": label})[0][0])
@@ -199,21 +208,48 @@ class SqlLifecycleStorage:
                 self._write_session(tx, namespace, snapshot)
             for block in shared_blocks:
                 self._write_shared_block(tx, namespace, block)
+            batch: list[KnowledgeEntrySnapshot] = []
+            size = 0
             for entry in knowledge_entries:
-                self._write_knowledge_entry(tx, namespace, entry)
+                batch.append(entry)
+                size += len(entry.content)
+                if len(batch) == ENTRY_BATCH or size >= ENTRY_BATCH_CHARS:
+                    self._write_knowledge_entries(tx, namespace, batch)
+                    batch, size = [], 0
+            if batch:
+                self._write_knowledge_entries(tx, namespace, batch)
 
-    def _write_knowledge_entry(self, tx: Executor, namespace: str, entry: KnowledgeEntrySnapshot) -> None:
-        """An entry the namespace did not have, indexed as ``set_context`` indexes one; one written
-        meanwhile is a conflict."""
-        key = {"scope": namespace, "label": entry.label, "key": entry.key}
-        row = {**key, "content": entry.content, "created_at": entry.created_at, "updated_at": entry.updated_at}
-        index = self._sql.entry_statement(tx, self._sql.index_entry, namespace)  # made (and filled) before the row
-        if not tx.query(self._sql.import_entry, row):
+    def _write_knowledge_entries(self, tx: Executor, namespace: str, entries: list[KnowledgeEntrySnapshot]) -> None:
+        """Entries the namespace did not have, in one statement, indexed as ``set_context`` indexes one;
+        one written meanwhile is a conflict."""
+        sql = self._sql
+        index = sql.entry_statement(tx, sql.index_entry, namespace)  # made (and filled) before the rows
+        rows = [
+            {
+                "label": entry.label,
+                "key": entry.key,
+                "content": entry.content,
+                "created_at": entry.created_at,
+                "updated_at": entry.updated_at,
+                **sql.index_params(entry.content),
+            }
+            for entry in entries
+        ]
+        written = {
+            (str(label), str(key))
+            for label, key in tx.query(sql.import_entries, {"scope": namespace, "entries": json.dumps(rows)})
+        }
+        if len(written) != len(entries):
+            taken = next(entry for entry in entries if (entry.label, entry.key) not in written)
             raise ConflictError(
-                f"Knowledge entry {entry.key!r} of block {entry.label!r} was written while importing; "
+                f"Knowledge entry {taken.key!r} of block {taken.label!r} was written while importing; "
                 "nothing was imported"
             )
-        tx.execute(index, {**key, **self._sql.index_params(entry.content)})
+        if not sql.import_entries_indexes:
+            scope = {"scope": namespace}
+            tx.execute_all(
+                [(index, {**scope, "label": e.label, "key": e.key, **sql.index_params(e.content)}) for e in entries]
+            )
 
     def _write_shared_block(self, tx: Executor, namespace: str, block: SharedBlockSnapshot) -> None:
         """A block the namespace did not have, and its versions; one written meanwhile is a conflict."""

@@ -504,12 +504,22 @@ class PostgresSql(SqlDialect):
         "SELECT label, key, content, created_at, updated_at FROM threadloom_search_entries "
         "WHERE scope = :scope AND (label, key) > (:after_label, :after_key) ORDER BY label, key LIMIT :limit"
     )
-    import_entry = (
-        "INSERT INTO threadloom_search_entries (scope, label, key, content, created_at, updated_at) "
-        "VALUES (:scope, :label, :key, :content, CAST(:created_at AS timestamptz), "
-        "CAST(:updated_at AS timestamptz)) "
-        "ON CONFLICT (scope, label, key) DO NOTHING RETURNING key"
+    # One probe of the primary key per key (the LATERAL step with OFFSET 0 is not pulled up into a join,
+    # which the planner hashed over the label's every entry, contents included).
+    entry_contents = (
+        "SELECT e.key, e.content FROM jsonb_array_elements_text(CAST(:keys AS jsonb)) AS k(key) "
+        "CROSS JOIN LATERAL (SELECT key, content FROM threadloom_search_entries "
+        "WHERE scope = :scope AND label = :label AND key = k.key OFFSET 0) AS e"
     )
+    # The search vector goes in with the row (``vector``: :meth:`index_params`), as an append's does.
+    import_entries = (
+        "INSERT INTO threadloom_search_entries (scope, label, key, content, created_at, updated_at, search_vector) "
+        "SELECT :scope, e->>'label', e->>'key', e->>'content', CAST(e->>'created_at' AS timestamptz), "
+        "CAST(e->>'updated_at' AS timestamptz), CAST(e->>'vector' AS tsvector) "
+        "FROM jsonb_array_elements(CAST(:entries AS jsonb)) AS e "
+        "ON CONFLICT (scope, label, key) DO NOTHING RETURNING label, key"
+    )
+    import_entries_indexes = True
     delete_entry = (
         "DELETE FROM threadloom_search_entries WHERE scope = :scope AND label = :label AND key = :key RETURNING key"
     )

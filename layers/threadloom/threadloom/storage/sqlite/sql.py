@@ -509,10 +509,16 @@ class SqliteSql(SqlDialect):
         "SELECT label, key, content, created_at, updated_at FROM threadloom_search_entries "
         "WHERE scope = :scope AND (label, key) > (:after_label, :after_key) ORDER BY label, key LIMIT :limit"
     )
-    import_entry = (
+    entry_contents = (
+        "SELECT key, content FROM threadloom_search_entries "
+        "WHERE scope = :scope AND label = :label AND key IN (SELECT value FROM json_each(:keys))"
+    )
+    import_entries = (
         "INSERT INTO threadloom_search_entries (scope, label, key, content, created_at, updated_at) "
-        "VALUES (:scope, :label, :key, :content, :created_at, :updated_at) "
-        "ON CONFLICT (scope, label, key) DO NOTHING RETURNING key"
+        "SELECT :scope, json_extract(e.value, '$.label'), json_extract(e.value, '$.key'), "
+        "json_extract(e.value, '$.content'), json_extract(e.value, '$.created_at'), "
+        "json_extract(e.value, '$.updated_at') FROM json_each(:entries) AS e WHERE true "
+        "ON CONFLICT (scope, label, key) DO NOTHING RETURNING label, key"
     )
     delete_entry = (
         "DELETE FROM threadloom_search_entries WHERE scope = :scope AND label = :label AND key = :key RETURNING key"
