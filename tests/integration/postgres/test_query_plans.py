@@ -428,3 +428,21 @@ def test_every_keyed_function_carries_its_setting(admin: Any, make_store: Callab
     )
     assert {row[0] for row in rows} == set(KEYED_FUNCTIONS)
     assert [row[1] for row in rows if row[2] != ["enable_seqscan=off"]] == []
+
+
+def test_an_imports_read_of_existing_entries_probes_the_primary_key_per_key(
+    admin: Any, make_store: Callable[[], Any]
+) -> None:
+    # Given a label of 2,000 entries in a table never analyzed (a young deployment, autovacuum not yet run)
+    make_store()
+    admin.run(
+        "INSERT INTO threadloom_search_entries (scope, label, key, content, created_at, updated_at) "
+        "SELECT 'tenant', 'knowledge', 'fact-' || i, repeat('x', 200), now(), now() FROM generate_series(1, 2000) i"
+    )
+    # Then the plan of an import reads the file's keys by one probe each, never the label's every entry
+    # (the planner hashed all 2,000 rows, contents included, for each batch of keys before the LATERAL step)
+    text = _natural_plan(
+        admin, PostgresSql.entry_contents, scope="tenant", label="knowledge", keys='["fact-7", "fact-1999"]'
+    )
+    assert "Nested Loop" in text and "Hash" not in text, text
+    assert "Index Cond: ((scope = 'tenant'::text) AND (label = 'knowledge'::text) AND (key = k.key))" in text, text
