@@ -11,8 +11,9 @@ conflict, so it never overwrites data.
 An import streams: a first pass validates the file a session at a time and decides every id, a
 second compares the sessions already present, a third writes the new ones, one at a time, in the
 transaction; memory is one session, one capped line and the file's ids, whatever the file's size
-(``bench/import_memory.py``). A stream that cannot seek is first copied to a temporary file (in
-memory up to ``SPOOL_BYTES``).
+(``bench/import_memory.py``), plus the file's shared blocks and knowledge entries, which have their
+own caps (``export_format.MAX_SHARED_BLOCKS``, ``MAX_KNOWLEDGE_ENTRIES``, ``MAX_KNOWLEDGE_BYTES``).
+A stream that cannot seek is first copied to a temporary file (in memory up to ``SPOOL_BYTES``).
 """
 
 from __future__ import annotations
