@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from threadloom.errors import ConflictError, QuotaExceededError, ValidationError
 from threadloom.lifecycle import ExportFormatError, export_sessions, import_sessions, transfer
-from threadloom.lifecycle.export_format import MAX_KNOWLEDGE_BYTES, MAX_KNOWLEDGE_ENTRIES
+from threadloom.lifecycle.export_format import MAX_KNOWLEDGE_BYTES, MAX_KNOWLEDGE_ENTRIES, ExportReader
 from threadloom.limits import DEFAULT_LIMITS
 
 from tests.security.test_import_attacks import sealed
@@ -264,3 +264,14 @@ def test_an_export_refuses_more_knowledge_than_an_import_takes(
         export_sessions(store.lifecycle(), SOURCE, [sid], io.BytesIO(), include_knowledge=True)
     monkeypatch.undo()
     assert export(store, sid)  # control: under the real caps the same namespace exports
+
+
+def test_a_sessions_only_pass_skips_the_entries_but_still_checks_the_file(store: Any, tmp_path: Path) -> None:
+    """An import's second pass (``knowledge=False``) yields the same sessions and still verifies the footer."""
+    sid = setup_source(store, tmp_path)
+    data = export(store, sid)
+    full, sessions_only = ExportReader(io.BytesIO(data)), ExportReader(io.BytesIO(data), knowledge=False)
+    assert [s.id for s in full.sessions()] == [s.id for s in sessions_only.sessions()] == [sid]
+    assert len(full.knowledge_entries) == 3 and sessions_only.knowledge_entries == []
+    with pytest.raises(ExportFormatError, match="checksum mismatch"):
+        list(ExportReader(io.BytesIO(data.replace(b"marina office", b"harbour pub")), knowledge=False).sessions())

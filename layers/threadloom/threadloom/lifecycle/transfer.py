@@ -209,7 +209,7 @@ def import_sessions(
 
         def again() -> Iterator[SessionSnapshot]:
             source.seek(start)
-            for snapshot in ExportReader(source, limits, signing_key=signing_key).sessions():
+            for snapshot in ExportReader(source, limits, signing_key=signing_key, knowledge=False).sessions():
                 yield plan.renamed(snapshot)
 
         if plan.present:
