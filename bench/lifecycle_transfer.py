@@ -133,7 +133,8 @@ def main() -> None:
             cloud.migrate()
             postgres_s = timed(lambda: import_sessions(cloud.lifecycle(), NAMESPACE, io.BytesIO(data)))
             cloud_back = io.BytesIO()
-            pg_export_s = timed(lambda: export_sessions(cloud.lifecycle(), NAMESPACE, [sid], cloud_back))
+            (imported,) = cloud.registry(NAMESPACE).list()  # renamed: its id was minted by the source database
+            pg_export_s = timed(lambda: export_sessions(cloud.lifecycle(), NAMESPACE, [imported.id], cloud_back))
             cloud.close()
             raw_postgres_s = timed(lambda: raw_postgres(scratch_url, rows))
             source.close()
