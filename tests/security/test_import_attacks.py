@@ -199,9 +199,9 @@ def test_a_compaction_id_outside_the_id_alphabet_is_refused(tmp_path: Path, stor
         (1, "9999-12-31T23:59:59.999Z", "is in the future"),
         (1, "zzzz", "is not a UTC timestamp"),
         (1, "2026-02-30T00:00:00.000Z", "is not a real date and time"),
-        # Arabic-Indic digits match the pattern's \d; strptime took them and SQLite sorted the stored
-        # text after every ASCII date, so the session never expired
-        (1, "\u0662\u0660\u0662\u0666-01-01T00:00:00.000Z", "is not a real date and time"),
+        # Arabic-Indic digits matched the pattern's \d and strptime read them, and SQLite sorted the
+        # stored text after every ASCII date, so the session never expired
+        (1, "\u0662\u0660\u0662\u0666-01-01T00:00:00.000Z", "is not a UTC timestamp"),
         (1, "2026-01-01 11:00:00", "is not a UTC timestamp"),
         (2, "9999-01-01T00:00:00.000Z", "is in the future"),
         (4, "zzzz", "is not a UTC timestamp"),

@@ -266,7 +266,7 @@ RECORD_OVERHEAD: Final = 64 * 1024
 PROMPT_LINE_START: Final = b'{"type":"prompt"'
 KNOWLEDGE_LINE_START: Final = b'{"type":"knowledge_entry",'
 SIGNING_KEY_VARIABLE: Final = "THREADLOOM_EXPORT_SIGNING_KEY"
-TIMESTAMP_PATTERN: Final = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z")
+TIMESTAMP_PATTERN: Final = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z", re.ASCII)
 TIMESTAMP_SKEW: Final = timedelta(days=1)
 """How far past this host's clock an imported timestamp may be (clocks differ); later is refused."""
 
