@@ -103,7 +103,7 @@ def import_file(runtime: Runtime, tenant: str, stream: IO[bytes], *, admin: bool
         renamed=len(report.renamed),
         shared_blocks=len(report.shared_blocks_imported),
         shared_block_versions=report.shared_block_versions,
-        knowledge_entries=report.knowledge_entries_imported,
+        knowledge_entries_imported=report.knowledge_entries_imported,
         knowledge_entries_unchanged=report.knowledge_entries_unchanged,
     )
     return ImportOut(
