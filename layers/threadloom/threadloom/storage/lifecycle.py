@@ -223,7 +223,9 @@ class SqlLifecycleStorage:
         """Entries the namespace did not have, in one statement, indexed as ``set_context`` indexes one;
         one written meanwhile is a conflict."""
         sql = self._sql
-        index = sql.entry_statement(tx, sql.index_entry, namespace)  # made (and filled) before the rows
+        # Either the statement carries each entry's search terms, or the index gets them after it, by an
+        # index statement made (and filled, on SQLite) before the rows go in.
+        apart = None if sql.import_entries_indexes else sql.entry_statement(tx, sql.index_entry, namespace)
         rows = [
             {
                 "label": entry.label,
@@ -231,7 +233,7 @@ class SqlLifecycleStorage:
                 "content": entry.content,
                 "created_at": entry.created_at,
                 "updated_at": entry.updated_at,
-                **sql.index_params(entry.content),
+                **(sql.index_params(entry.content) if apart is None else {}),
             }
             for entry in entries
         ]
@@ -245,10 +247,10 @@ class SqlLifecycleStorage:
                 f"Knowledge entry {taken.key!r} of block {taken.label!r} was written while importing; "
                 "nothing was imported"
             )
-        if not sql.import_entries_indexes:
+        if apart is not None:
             scope = {"scope": namespace}
             tx.execute_all(
-                [(index, {**scope, "label": e.label, "key": e.key, **sql.index_params(e.content)}) for e in entries]
+                [(apart, {**scope, "label": e.label, "key": e.key, **sql.index_params(e.content)}) for e in entries]
             )
 
     def _write_shared_block(self, tx: Executor, namespace: str, block: SharedBlockSnapshot) -> None:
