@@ -8,6 +8,7 @@ other content is a conflict, and knowledge may not pass the tenant's quota.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -64,7 +65,6 @@ def plan_knowledge(
     anything is written. The entries' times are the file's, so a restore keeps when each was learned.
     """
     plan = KnowledgePlan()
-    new_by_label: dict[str, int] = {}
     by_label: dict[str, list[KnowledgeEntrySnapshot]] = {}
     for entry in entries:
         by_label.setdefault(entry.label, []).append(entry)
@@ -74,7 +74,6 @@ def plan_knowledge(
             content = stored.get(entry.key)
             if content is None:
                 plan.fresh.append(entry)
-                new_by_label[label] = new_by_label.get(label, 0) + 1
             elif content == entry.content:
                 plan.present += 1
             else:
@@ -83,7 +82,7 @@ def plan_knowledge(
                     "change or remove it first to re-import (nothing was imported)"
                 )
     quota = limits.max_entries_per_tenant
-    for label, count in sorted(new_by_label.items()):
+    for label, count in sorted(Counter(entry.label for entry in plan.fresh).items()):
         held = storage.count_knowledge_entries(namespace, label)
         if held + count > quota:
             raise QuotaExceededError(
