@@ -364,10 +364,12 @@ def test_the_namespace_s_first_session_comes_from_the_session_list_s_index_in_a_
     )
     assert "by_parent" not in created and "by_subject" not in created, created
     assert "threadloom_sessions_by_activity" in created or "Seq Scan on threadloom_sessions" in created, created
-    # And the two partial indexes still serve the reads that name their column: forks and a subject's sessions
-    children = _natural_plan(admin, PostgresSql.child_sessions, namespace="small", parent=root.id)
+    # And the two partial indexes can still serve the reads that name their column: forks and a subject's
+    # sessions (asked with sequential scans off: here 120 of 121 rows match, so a scan of the table's few
+    # pages is as cheap and the planner picks either, depending on the pages the run left)
+    children = plan(admin, PostgresSql.child_sessions, namespace="small", parent=root.id)
     assert "threadloom_sessions_by_parent" in children, children
-    subjects = _natural_plan(admin, PostgresSql.subject_sessions, namespace="small", subject="alice")
+    subjects = plan(admin, PostgresSql.subject_sessions, namespace="small", subject="alice")
     assert "threadloom_sessions_by_subject" in subjects, subjects
     assert [row[0] for row in admin.run(PostgresSql.child_sessions, namespace="small", parent=root.id)] == sorted(forks)
 
