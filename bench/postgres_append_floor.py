@@ -8,6 +8,9 @@ same for every side, would hide the rest), interleaved, ``RUNS`` runs of ``SAMPL
 - the raw baseline's INSERT (``bench/baselines.py``: PK, parent, JSON, ``to_tsvector('english')`` in GIN);
 - ``threadloom_append_message`` as migration 0013 wrote it (installed under another name);
 - ``threadloom_append_message`` as shipped (0017: one UPDATE locks and moves the head);
+- the same without a search vector (``NULL``, its own session): what search costs an append on the
+  server (parsing the vector, the wider row, its GIN entries); the client's part, building the
+  vector, is timed apart and printed after the table;
 - ``threadloom_append_registered_message`` (0026, 0031, 0033), what a SessionManager's append (so the
   HTTP API's) calls, here with the check of the session's subject (a profile with a subject block): it
   stamps the session's registry row (``updated_at``, and ``activity_seq``, the order sessions are
@@ -37,6 +40,7 @@ import re
 import statistics
 import sys
 import time
+import timeit
 from collections import defaultdict
 from datetime import UTC, datetime
 from importlib.resources import files
@@ -105,6 +109,9 @@ class Sides:
             "raw INSERT": self.raw,
             "0013 function": lambda item: self.call("threadloom_append_message_v13", "v13", item),
             "shipped function": lambda item: self.call("threadloom_append_message", "v17", item),
+            "shipped, no search vector": lambda item: self.call(
+                "threadloom_append_message", "unsearched", item, searchable=False
+            ),
             "registered function": lambda item: self.call(
                 "threadloom_append_registered_message", "registered", item, namespace="'bench', ", tail=", true, NULL"
             ),
@@ -122,9 +129,11 @@ class Sides:
         *,
         namespace: str = "",
         tail: str = "",
+        searchable: bool = True,
     ) -> None:
         content = json.dumps(item, separators=(",", ":"))
-        params = (session_id, item["id"], content, to_tsvector_literal(text_of(item)), datetime.now(UTC))
+        vector = to_tsvector_literal(text_of(item)) if searchable else None
+        params = (session_id, item["id"], content, vector, datetime.now(UTC))
         self.connection.execute(CALL.format(function=function, namespace=namespace, tail=tail), params, prepare=prepare)
 
     def raw(self, item: dict[str, Any]) -> None:
@@ -153,6 +162,9 @@ def timings(sides: Sides) -> None:
             f"  {name:<28} {statistics.median(values):7.1f} ({min(values):.0f}-{max(values):.0f})"
             f"   / raw INSERT {statistics.median(ratios):5.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
         )
+    item = message("vector")
+    building = min(timeit.repeat(lambda: to_tsvector_literal(text_of(item)), number=2_000, repeat=5)) / 2_000
+    print(f"  building the message's search vector on the client: {building * 1_000_000:.1f} µs (timeit, best of 5)")
 
 
 def flush_wal(connection: psycopg.Connection[Any]) -> None:
@@ -169,7 +181,7 @@ def wal(sides: Sides) -> None:
     database_oid = connection.execute("SELECT oid FROM pg_database WHERE datname = current_database()").fetchone()
     assert database_oid is not None
     print(f"\nWAL per append: records on this database's relations ({WAL_SAMPLES} appends; + a ~34 B commit record)")
-    for name in ("raw INSERT", "0013 function", "shipped function", "registered function"):
+    for name in ("raw INSERT", "0013 function", "shipped function", "shipped, no search vector", "registered function"):
         action = sides.actions[name]
         flush_wal(connection)
         start = connection.execute("SELECT pg_current_wal_lsn()").fetchone()
@@ -187,7 +199,7 @@ def wal(sides: Sides) -> None:
         detail = ", ".join(
             f"{kind} {int(size) / WAL_SAMPLES:.0f}" for kind, _, size, _ in rows if size / WAL_SAMPLES >= 1
         )
-        print(f"  {name:<18} {total:6.0f} B: {detail}")
+        print(f"  {name:<26} {total:6.0f} B: {detail}")
 
 
 def server_time(sides: Sides) -> None:
