@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
+from threadloom.clock import timestamp_text
 from threadloom.errors import ValidationError
 from threadloom.lifecycle.removal import Removal, remove_session
 
@@ -40,7 +41,7 @@ def cutoff_for(inactive_days: int, now: datetime | None = None) -> str:
     if isinstance(inactive_days, bool) or not isinstance(inactive_days, int) or inactive_days < 1:
         raise ValidationError("inactive_days must be a positive integer")
     moment = (now or datetime.now(UTC)) - timedelta(days=inactive_days)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return timestamp_text(moment)
 
 
 def sweep(

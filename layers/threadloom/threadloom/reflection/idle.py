@@ -11,6 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
+from threadloom.clock import timestamp_text
 from threadloom.compaction.queue import CompactionRequest
 from threadloom.errors import ValidationError
 
@@ -28,7 +29,7 @@ class IdleSessions(Protocol):
 
 
 def _stamp(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return timestamp_text(moment)
 
 
 def queue_idle_reflections(

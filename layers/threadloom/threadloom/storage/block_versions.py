@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from threadloom.clock import utc_now
+from threadloom.clock import timestamp_text, utc_now
 from threadloom.errors import StaleVersionError
 from threadloom.records import BlockChange, BlockVersion, HistoryPolicy
 from threadloom.storage.database import to_timestamp_text
@@ -171,7 +171,7 @@ def _cutoff(policy: HistoryPolicy, now: str) -> str:
     if policy.keep_days is None:
         return "0001-01-01T00:00:00.000Z"  # nothing is older: only the count bounds the history
     moment = datetime.fromisoformat(now.replace("Z", "+00:00")) - timedelta(days=policy.keep_days)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    return timestamp_text(moment)
 
 
 def version_from_row(row: Sequence[Any]) -> BlockVersion:

@@ -6,8 +6,10 @@ dict of named parameters and each backend keeps its SQL text in one module.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
+
+from threadloom.clock import timestamp_text
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -85,8 +87,5 @@ class Database(Protocol):
 def to_timestamp_text(value: Any) -> str:
     """Normalize a timestamp read back from a backend (``datetime`` or text) to the ISO form above."""
     if isinstance(value, datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=UTC)
-        stamp: str = value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")
-        return stamp[:-3] + "Z"
+        return timestamp_text(value)
     return "" if value is None else f"{value}"
