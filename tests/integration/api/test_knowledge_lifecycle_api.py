@@ -177,6 +177,23 @@ def test_a_label_that_is_not_a_search_block_of_the_profile_is_refused(runtime: R
     assert sessions(TARGET) == [] and entries(TARGET) == {}
 
 
+def test_an_export_carries_only_the_profiles_search_blocks_so_its_import_takes_it(runtime: Runtime) -> None:
+    # Given an entry under a label the profile no longer declares (the API neither lists nor takes it)
+    retired = runtime.store.search_provider(scope=SOURCE)
+    retired.init("retired")
+    retired.set("old-fact", "A fact from a block the profile dropped.")
+    assert call("GET", "/knowledge/retired", tenant=SOURCE)[0] == 404
+    # When the tenant exports a session with its knowledge
+    _, text = source_file()
+    # Then the file carries the profile's search blocks only
+    assert [record["label"] for record in knowledge_records(text)] == ["knowledge", "knowledge"]
+    assert "old-fact" not in text
+    # And the HTTP import takes the file the HTTP export made
+    status, answer = reimport(text)
+    assert status == 200, answer
+    assert answer["knowledgeEntriesImported"] == 2
+
+
 def test_an_entry_held_with_other_content_is_a_conflict_and_nothing_is_imported(runtime: Runtime) -> None:
     # Given the target tenant's own entry under a key the file also carries, with other content
     _, text = source_file()

@@ -275,3 +275,65 @@ def test_a_sessions_only_pass_skips_the_entries_but_still_checks_the_file(store:
     assert len(full.knowledge_entries) == 3 and sessions_only.knowledge_entries == []
     with pytest.raises(ExportFormatError, match="checksum mismatch"):
         list(ExportReader(io.BytesIO(data.replace(b"marina office", b"harbour pub")), knowledge=False).sessions())
+
+
+def entry_file(prefix: str, count: int, *, stamp: str = "2026-01-01T00:00:00.000Z") -> bytes:
+    """A file of ``count`` knowledge entries and no session."""
+    header = {"type": "header", "format": "threadloom-export", "version": 1, "exported_at": stamp, "namespace": SOURCE}
+    body = [
+        {"type": "knowledge_entry", "label": "knowledge", "key": f"{prefix}{n}", "content": f"fact {prefix}{n}",
+         "created_at": stamp, "updated_at": stamp}
+        for n in range(count)
+    ]  # fmt: skip
+    return sealed([header, *body])
+
+
+def test_the_quota_holds_against_an_import_landing_beside_it(
+    store: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Checked where the entries are written, under the transaction's hold on the label's count: another
+    import landing between this one's plan and its write is counted, and this one is refused whole."""
+    limits = DEFAULT_LIMITS.with_overrides({"max_entries_per_tenant": 10})
+    manager = manager_for(store, SOURCE, tmp_path / "skills")
+    first_records = lines(export_sessions_text(store, manager.create("Beside").id))[:-1]
+    first_records += lines(entry_file("a", 8))[1:-1]
+    lifecycle = store.lifecycle()
+    write = lifecycle.write_sessions
+
+    def beside(*args: Any, **kwargs: Any) -> None:
+        import_sessions(store.lifecycle(), TARGET, io.BytesIO(entry_file("b", 8)), limits=limits)
+        write(*args, **kwargs)
+
+    monkeypatch.setattr(lifecycle, "write_sessions", beside)
+    with pytest.raises(QuotaExceededError, match=r"8 new entries into block 'knowledge', which holds 8"):
+        import_sessions(lifecycle, TARGET, io.BytesIO(sealed(first_records)), limits=limits)
+    assert sorted(stored(store, TARGET)) == [f"b{n}" for n in range(8)]
+    assert store.registry(TARGET).list() == []  # the refused file's session went back with its entries
+
+
+def test_a_line_naming_its_type_twice_is_refused(store: Any) -> None:
+    """JSON keeps the last of two keys, and an import's second pass skips a line that starts as a knowledge
+    entry without parsing it: a line that is both would be checked as one record and written as another."""
+    header = lines(entry_file("a", 1))[0]
+    entry = json.dumps({"label": "knowledge", "key": "k", "content": "c", "created_at": header["exported_at"],
+                        "updated_at": header["exported_at"], "type": "session"}, separators=(",", ":"))  # fmt: skip
+    raw = [(json.dumps(header) + "\n").encode(), ('{"type":"knowledge_entry",' + entry[1:] + "\n").encode()]
+    with pytest.raises(ExportFormatError, match="Line 2: the record names its type twice"):
+        import_sessions(store.lifecycle(), TARGET, io.BytesIO(sealed([], lines=raw)))
+    assert stored(store, TARGET) == {}
+    # Control: the same line with one type imports
+    raw[1] = ('{"type":"knowledge_entry",' + entry[1:].replace(',"type":"session"', "") + "\n").encode()
+    assert import_sessions(store.lifecycle(), TARGET, io.BytesIO(sealed([], lines=raw))).knowledge_entries_imported == 1
+
+
+def test_an_entry_from_the_first_centuries_exports_as_it_was_imported(store: Any, sqlite_store: Any) -> None:
+    """Every backend writes a year in four digits, so what one exports the other imports (strftime wrote
+    the year 1 as "1" on PostgreSQL's datetimes, which no import takes)."""
+    stamp = "0001-01-01T00:00:00.000Z"
+    import_sessions(store.lifecycle(), SOURCE, io.BytesIO(entry_file("old", 1, stamp=stamp)))
+    buffer = io.BytesIO()
+    export_sessions(store.lifecycle(), SOURCE, [], buffer, include_knowledge=True)
+    [entry] = [r for r in lines(buffer.getvalue()) if r["type"] == "knowledge_entry"]
+    assert (entry["created_at"], entry["updated_at"]) == (stamp, stamp)
+    report = import_sessions(sqlite_store.lifecycle(), TARGET, io.BytesIO(buffer.getvalue()))
+    assert report.knowledge_entries_imported == 1

@@ -8,6 +8,7 @@ and that reading it reads one row.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -70,6 +71,40 @@ def test_the_quota_counts_from_the_row_and_a_removal_frees_a_place(make_store: C
     entries.set("two", "rewritten")  # an existing key is not a new entry
     assert entries.delete("one")
     entries.set("three", "3")
+    assert counted(admin) == stored(admin) == {("tenant", "knowledge"): 2}
+
+
+def test_a_new_key_waits_for_a_writer_holding_the_labels_count(make_store: Callable[[], Any], admin: Any) -> None:
+    """The quota is checked against the count row held until the commit: a writer that took the last place
+    meanwhile is seen, where a plain read of the row (moved only at the other's commit) saw the place free."""
+    entries = provider(make_store(), "tenant", max_entries=2)
+    entries.set("one", "1")
+    # Given another writer that has checked the count and written the label's last entry, not yet committed
+    admin.run("START TRANSACTION")
+    assert admin.run(PostgresSql.lock_entry_count, scope="tenant", label="knowledge") == [[1]]
+    admin.run(
+        "INSERT INTO threadloom_search_entries (scope, label, key, content, created_at, updated_at) "
+        "VALUES ('tenant', 'knowledge', 'two', '2', now(), now())"
+    )
+    # When a new key is set beside it
+    outcome: list[BaseException | None] = []
+
+    def set_third() -> None:
+        try:
+            provider(make_store(), "tenant", max_entries=2).set("three", "3")
+            outcome.append(None)
+        except BaseException as error:  # noqa: BLE001 - the thread's outcome is asserted below
+            outcome.append(error)
+
+    writer = threading.Thread(target=set_third)
+    writer.start()
+    writer.join(0.5)
+    # Then it waits for the other writer, and once that commits it finds the block full
+    assert writer.is_alive() and outcome == []
+    admin.run("COMMIT")
+    writer.join(10)
+    assert len(outcome) == 1 and isinstance(outcome[0], QuotaExceededError), outcome
+    assert "already holds 2 entries" in str(outcome[0])
     assert counted(admin) == stored(admin) == {("tenant", "knowledge"): 2}
 
 

@@ -55,6 +55,7 @@ def export_session(
         signing_key=signing_key_from_environment(),
         include_shared_blocks=include_shared_blocks,
         include_knowledge=include_knowledge,
+        knowledge_labels=_search_labels(runtime),
     )
     data = buffer.getvalue()
     settings = runtime.settings
@@ -92,7 +93,7 @@ def import_file(runtime: Runtime, tenant: str, stream: IO[bytes], *, admin: bool
             shared_block_scopes={
                 b.label: b.scope for b in runtime.profile.blocks if b.kind == "writable" and b.scope != "session"
             },
-            knowledge_labels=[b.label for b in runtime.profile.blocks if b.kind == "search"],
+            knowledge_labels=_search_labels(runtime),
         )
     except LegalHoldNotAllowedError as error:
         raise ForbiddenError(str(error)) from None
@@ -193,3 +194,8 @@ __all__ = [
     "import_from_bucket",
     "require_scope",
 ]
+
+
+def _search_labels(runtime: Runtime) -> list[str]:
+    """The profile's ``search`` blocks: the labels whose entries the API exports, imports and shows."""
+    return [block.label for block in runtime.profile.blocks if block.kind == "search"]

@@ -440,7 +440,11 @@ class ExportReader:
             # hashed, not parsed; the first pass validated it, and the checksum still covers it.
             return {}, "knowledge_entry"
         record = _parse_line(raw, number)
-        return record, record.get("type")
+        kind = record.get("type")
+        if kind != "knowledge_entry" and raw.startswith(KNOWLEDGE_LINE_START):
+            # JSON keeps the last of two "type" keys: the pass above would skip a line this one took for another record
+            raise ExportFormatError(f"Line {number}: the record names its type twice")
+        return record, kind
 
     def _start_session(self, record: dict[str, Any], number: int, seen_ids: set[str]) -> _SessionBuilder:
         if self.shared_blocks or self.knowledge_entries:

@@ -48,14 +48,14 @@ class LifecycleStorage(Protocol):
 
     def read_knowledge_contents(self, namespace: str, label: str, keys: Sequence[str]) -> dict[str, str]: ...
 
-    def count_knowledge_entries(self, namespace: str, label: str) -> int: ...
-
     def write_sessions(
         self,
         namespace: str,
         snapshots: Iterable[SessionSnapshot],
         shared_blocks: Iterable[SharedBlockSnapshot] = (),
-        knowledge_entries: Iterable[KnowledgeEntrySnapshot] = (),
+        knowledge_entries: Sequence[KnowledgeEntrySnapshot] = (),
+        *,
+        entry_quota: int | None = None,
     ) -> None: ...
 
     def delete_session(

@@ -3,22 +3,20 @@
 Both are written into the importing namespace only (a record has no owner field), checked
 against the profile (a label it does not declare is refused) and planned against what the
 namespace already holds, before anything is written: the same content is left as it is,
-other content is a conflict, and knowledge may not pass the tenant's quota.
+other content is a conflict. Knowledge may not pass the tenant's quota, checked as it is written.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from threadloom.errors import ConflictError, QuotaExceededError, ValidationError
+from threadloom.errors import ConflictError, ValidationError
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Mapping
 
     from threadloom.lifecycle.protocols import LifecycleStorage
-    from threadloom.limits import Limits
     from threadloom.storage.snapshot import KnowledgeEntrySnapshot, SharedBlockSnapshot
 
 
@@ -55,14 +53,13 @@ class KnowledgePlan:
     present: int = 0
 
 
-def plan_knowledge(
-    storage: LifecycleStorage, namespace: str, entries: list[KnowledgeEntrySnapshot], limits: Limits
-) -> KnowledgePlan:
+def plan_knowledge(storage: LifecycleStorage, namespace: str, entries: list[KnowledgeEntrySnapshot]) -> KnowledgePlan:
     """Which entries the namespace lacks (written) and which it holds with the same content (left).
 
-    One it holds with other content is a conflict, and a label that would pass the tenant's quota
-    (``max_entries_per_tenant``, as ``set_context`` enforces it) is refused: both raised before
-    anything is written. The entries' times are the file's, so a restore keeps when each was learned.
+    One it holds with other content is a conflict, raised before anything is written. The tenant's
+    quota is checked where the entries are written, inside the import's transaction
+    (``write_sessions(entry_quota=...)``), because only there does it hold against writers beside it.
+    The entries' times are the file's, so a restore keeps when each was learned.
     """
     plan = KnowledgePlan()
     by_label: dict[str, list[KnowledgeEntrySnapshot]] = {}
@@ -81,14 +78,6 @@ def plan_knowledge(
                     f"Knowledge entry {entry.key!r} of block {label!r} already exists with different content; "
                     "change or remove it first to re-import (nothing was imported)"
                 )
-    quota = limits.max_entries_per_tenant
-    for label, count in sorted(Counter(entry.label for entry in plan.fresh).items()):
-        held = storage.count_knowledge_entries(namespace, label)
-        if held + count > quota:
-            raise QuotaExceededError(
-                f"Importing {count} new entries into block {label!r}, which holds {held}, would pass the most "
-                f"allowed ({quota}); nothing was imported"
-            )
     return plan
 
 

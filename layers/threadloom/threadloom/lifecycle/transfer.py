@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
     from threadloom.lifecycle.protocols import LifecycleStorage
     from threadloom.limits import Limits
-    from threadloom.storage.snapshot import SessionSnapshot, SharedBlockSnapshot
+    from threadloom.storage.snapshot import KnowledgeEntrySnapshot, SessionSnapshot, SharedBlockSnapshot
 
 SPOOL_BYTES = 1024 * 1024
 KNOWLEDGE_PAGE = 500
@@ -105,6 +105,7 @@ def export_sessions(
     signing_key: bytes | None = None,
     include_shared_blocks: bool = False,
     include_knowledge: bool = False,
+    knowledge_labels: Collection[str] | None = None,
 ) -> ExportReport:
     """Write the named sessions of ``namespace`` as one export; an unknown id raises ``NotFoundError``.
 
@@ -114,6 +115,9 @@ def export_sessions(
     blocks follow the sessions, each with its newest ``MAX_BLOCK_VERSIONS`` versions. With
     ``include_knowledge``, every knowledge entry of the namespace (its ``search`` blocks') follows,
     in (label, key) order; they belong to the tenant, not to a session, so they are opt-in too.
+    ``knowledge_labels`` keeps those of the given labels only: the HTTP API passes its profile's
+    ``search`` blocks, the labels its import takes and its routes show, so a label the profile no
+    longer declares neither travels nor stops the file from importing.
     """
     writer = ExportWriter(stream, namespace=namespace, signing_key=signing_key)
     messages = 0
@@ -137,8 +141,7 @@ def export_sessions(
                 shared += 1
     entries = knowledge_bytes = 0
     if include_knowledge:
-        after = ("", "")
-        while page := storage.read_knowledge_entries(namespace, after=after, limit=KNOWLEDGE_PAGE):
+        for page in _knowledge_pages(storage, namespace, knowledge_labels):
             entries += len(page)
             knowledge_bytes += sum(len(entry.content.encode("utf-8")) for entry in page)
             if entries > MAX_KNOWLEDGE_ENTRIES or knowledge_bytes > MAX_KNOWLEDGE_BYTES:
@@ -149,9 +152,24 @@ def export_sessions(
                 )
             for entry in page:
                 writer.add_knowledge_entry(entry)
-            after = (page[-1].label, page[-1].key)
     writer.close()
     return ExportReport(sessions=writer.sessions, messages=messages, shared_blocks=shared, knowledge_entries=entries)
+
+
+def _knowledge_pages(
+    storage: LifecycleStorage, namespace: str, labels: Collection[str] | None
+) -> Iterator[list[KnowledgeEntrySnapshot]]:
+    """The namespace's entries a page at a time in (label, key) order: every label's, or those of ``labels``,
+    each label read from its first key, so the entries of a label left out are never read."""
+    for label in [None] if labels is None else sorted(set(labels)):
+        after = ("", "") if label is None else (label, "")
+        while page := storage.read_knowledge_entries(namespace, after=after, limit=KNOWLEDGE_PAGE):
+            if label is not None:
+                page = [entry for entry in page if entry.label == label]
+                if not page:
+                    break
+            yield page
+            after = (page[-1].label, page[-1].key)
 
 
 def import_sessions(
@@ -205,7 +223,7 @@ def import_sessions(
         shared = plan_shared_blocks(storage, namespace, reader.shared_blocks)
         if knowledge_labels is not None:
             check_knowledge_labels(reader.knowledge_entries, knowledge_labels)
-        knowledge = plan_knowledge(storage, namespace, reader.knowledge_entries, limits or DEFAULT_LIMITS)
+        knowledge = plan_knowledge(storage, namespace, reader.knowledge_entries)
 
         def again() -> Iterator[SessionSnapshot]:
             source.seek(start)
@@ -221,7 +239,8 @@ def import_sessions(
             source_name = header.namespace if header is not None else None
             blocks = [_as_imported(block, plan, source_name) for block in shared.fresh]
             fresh = (snapshot for snapshot in again() if snapshot.id in plan.fresh) if plan.fresh else iter(())
-            storage.write_sessions(namespace, fresh, blocks, knowledge.fresh)
+            quota = (limits or DEFAULT_LIMITS).max_entries_per_tenant
+            storage.write_sessions(namespace, fresh, blocks, knowledge.fresh, entry_quota=quota)
     return ImportReport(
         imported=list(plan.fresh),
         unchanged=list(plan.present),

@@ -141,6 +141,8 @@ class SqlDialect:
 
     # Searchable context entries.
     count_entries: ClassVar[str]
+    #: ``count_entries`` inside a write transaction, held so that no other writer adds to the label until it ends.
+    lock_entry_count: ClassVar[str]
     entry_exists: ClassVar[str]
     upsert_entry: ClassVar[str]
     unindex_entry: ClassVar[str]

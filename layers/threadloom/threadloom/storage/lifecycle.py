@@ -8,10 +8,11 @@ and an interrupted sweep never leaves, half a session. The statements are each b
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import TYPE_CHECKING, Final
 
 from threadloom.core.messages import parse_stored_message
-from threadloom.errors import ConflictError, ValidationError
+from threadloom.errors import ConflictError, QuotaExceededError, ValidationError
 from threadloom.storage.block_versions import version_from_row, version_values
 from threadloom.storage.database import to_timestamp_text
 from threadloom.storage.registry import session_id_secret, session_removal
@@ -144,9 +145,6 @@ class SqlLifecycleStorage:
                 contents[str(key)] = str(content)
         return contents
 
-    def count_knowledge_entries(self, namespace: str, label: str) -> int:
-        return int(self._database.query_once(self._sql.count_entries, {"scope": namespace, "label": label})[0][0])
-
     def session_namespace(self, session_id: str) -> str | None:
         """The namespace holding ``session_id`` (session ids are unique across namespaces), or None."""
         rows = self._database.query_once(self._sql.session_namespace, {"id": session_id})
@@ -186,11 +184,17 @@ class SqlLifecycleStorage:
         namespace: str,
         snapshots: Iterable[SessionSnapshot],
         shared_blocks: Iterable[SharedBlockSnapshot] = (),
-        knowledge_entries: Iterable[KnowledgeEntrySnapshot] = (),
+        knowledge_entries: Sequence[KnowledgeEntrySnapshot] = (),
+        *,
+        entry_quota: int | None = None,
     ) -> None:
         """Insert whole sessions, then new shared blocks of ``namespace`` with their versions, then new
         knowledge entries with their search terms, all in one transaction: any failure leaves the
         database untouched.
+
+        With ``entry_quota``, each label's count is read again under the transaction's hold on it
+        (``lock_entry_count``), and a label the new entries would take past the quota is refused: a
+        check made before, outside the transaction, does not hold against imports running beside it.
 
         A session never lands on rows already stored under its id (left by a prompt frozen while
         its session was deleted, say): that is a conflict, answered before any insert, and not a
@@ -208,6 +212,8 @@ class SqlLifecycleStorage:
                 self._write_session(tx, namespace, snapshot)
             for block in shared_blocks:
                 self._write_shared_block(tx, namespace, block)
+            if entry_quota is not None:
+                self._check_entry_quota(tx, namespace, knowledge_entries, entry_quota)
             batch: list[KnowledgeEntrySnapshot] = []
             size = 0
             for entry in knowledge_entries:
@@ -218,6 +224,17 @@ class SqlLifecycleStorage:
                     batch, size = [], 0
             if batch:
                 self._write_knowledge_entries(tx, namespace, batch)
+
+    def _check_entry_quota(
+        self, tx: Executor, namespace: str, entries: Sequence[KnowledgeEntrySnapshot], quota: int
+    ) -> None:
+        for label, adding in sorted(Counter(entry.label for entry in entries).items()):  # one lock order for all
+            held = int(tx.query(self._sql.lock_entry_count, {"scope": namespace, "label": label})[0][0])
+            if held + adding > quota:
+                raise QuotaExceededError(
+                    f"Importing {adding} new entries into block {label!r}, which holds {held}, would pass the most "
+                    f"allowed ({quota}); nothing was imported"
+                )
 
     def _write_knowledge_entries(self, tx: Executor, namespace: str, entries: list[KnowledgeEntrySnapshot]) -> None:
         """Entries the namespace did not have, in one statement, indexed as ``set_context`` indexes one;

@@ -69,7 +69,7 @@ class SqlSearchProvider:
         params = {**self._params(), "key": key}
         with self._database.write() as tx:
             if self.max_entries is not None and not tx.query(self._sql.entry_exists, params):
-                count = int(tx.query(self._sql.count_entries, self._params())[0][0])
+                count = int(tx.query(self._sql.lock_entry_count, self._params())[0][0])
                 if count >= self.max_entries:
                     raise QuotaExceededError(
                         f"Block {self.label!r} already holds {count} entries, the most allowed ({self.max_entries});"

@@ -492,6 +492,13 @@ class PostgresSql(SqlDialect):
     count_entries = (
         "SELECT COALESCE((SELECT entries FROM threadloom_entry_counts WHERE scope = :scope AND label = :label), 0)"
     )
+    # The count inside a write transaction, its row locked until the commit so that no other writer adds
+    # entries to the label meanwhile (its trigger moves the row only as it commits): a quota checked against
+    # it holds under concurrent writers. DO UPDATE waits for a writer holding the row, then reads its count.
+    lock_entry_count = (
+        "INSERT INTO threadloom_entry_counts AS c (scope, label, entries) VALUES (:scope, :label, 0) "
+        "ON CONFLICT (scope, label) DO UPDATE SET entries = c.entries RETURNING entries"
+    )
     entries_page = (
         "SELECT key, content, created_at, updated_at FROM threadloom_search_entries "
         "WHERE scope = :scope AND label = :label AND key > :after ORDER BY key LIMIT :limit"

@@ -497,6 +497,8 @@ class SqliteSql(SqlDialect):
     count_entries = (
         "SELECT COALESCE((SELECT entries FROM threadloom_entry_counts WHERE scope = :scope AND label = :label), 0)"
     )
+    # Inside a write transaction, which BEGIN IMMEDIATE already holds alone: the count cannot move before it ends.
+    lock_entry_count = count_entries
     entries_page = (
         "SELECT key, content, created_at, updated_at FROM threadloom_search_entries "
         "WHERE scope = :scope AND label = :label AND key > :after ORDER BY key LIMIT :limit"
