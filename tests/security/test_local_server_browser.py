@@ -20,6 +20,8 @@ import socket
 import tempfile
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -333,6 +335,32 @@ def test_a_rebound_host_name_gets_no_data(driver: Any, server: RunningServer) ->
     assert "misdirected_request" in text and "rebinding target" not in text
     driver.get(f"http://localhost:{server.port}/sessions")  # control: the server's own name
     assert "rebinding target" in driver.find_element("tag name", "body").text
+
+
+def answers(server: RunningServer, path: str = "/health") -> int | str:
+    try:
+        with urllib.request.urlopen(f"{server.url}{path}", timeout=3) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+    except OSError as error:
+        return f"no answer ({type(error).__name__})"
+
+
+def test_a_page_on_another_origin_cannot_freeze_the_server_with_a_navigation_to_mcp(
+    driver: Any, server: RunningServer, attacker: AttackerPages
+) -> None:
+    """A navigation is a GET the access rules let through; at /mcp it used to open the MCP transport's
+    event stream, which never ended, and the server, which runs one request at a time, stopped answering."""
+    assert answers(server) == 200
+    driver.get(attacker.page("frame-mcp.html", f'<!doctype html><iframe src="{server.url}/mcp"></iframe>'))
+    frame = driver.find_element("tag name", "iframe")
+    driver.switch_to.frame(frame)
+    assert "method_not_allowed" in driver.find_element("tag name", "body").text  # answered, not left open
+    driver.switch_to.default_content()
+    driver.get("about:blank")
+    assert answers(server) == 200
+    assert answers(server, "/mcp") == 405
 
 
 def test_the_inspector_page_may_connect_only_to_its_own_origin(

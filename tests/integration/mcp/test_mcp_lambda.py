@@ -129,6 +129,35 @@ def test_what_is_not_mcp_gets_the_rest_error_envelope() -> None:
     assert status == 413 and answer["error"]["code"] == "payload_too_large"
 
 
+@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE", "HEAD", "PATCH"])
+def test_only_post_is_served(method: str) -> None:
+    """A GET would open the transport's event stream, which a stateless server never ends (it froze the
+    local server, one request at a time, from any web page's navigation); every method but POST is a 405."""
+    event = gateway_event(method, "/mcp", headers={"accept": "text/event-stream, */*"})
+    response = _raw(event)
+    assert response["statusCode"] == 405
+    assert response["headers"]["Allow"] == "POST"
+    answer = json.loads(response["body"])
+    assert answer["error"]["code"] == "method_not_allowed" and method in answer["error"]["message"]
+    # Control: POST on the same path is served
+    initialize = gateway_event("POST", "/mcp", raw_body=json.dumps(INITIALIZE).encode(), headers=MCP_HEADERS)
+    assert invoke(initialize)[0] == 200
+
+
+def test_a_request_the_transport_does_not_answer_in_time_is_a_504(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    async def never_answers(self: Any, scope: Any, receive: Any, send: Any) -> None:
+        await anyio.sleep_forever()
+
+    monkeypatch.setattr(StreamableHTTPSessionManager, "handle_request", never_answers)
+    monkeypatch.setattr("threadloom.mcp.http.REQUEST_SECONDS", 0.2)
+    initialize = gateway_event("POST", "/mcp", raw_body=json.dumps(INITIALIZE).encode(), headers=MCP_HEADERS)
+    status, answer = invoke(initialize)
+    assert status == 504 and answer["error"]["code"] == "mcp_timeout"
+    assert "0.2 s" in answer["error"]["message"]
+
+
 def test_the_protocol_answers_plain_json_statelessly() -> None:
     body = json.dumps(INITIALIZE).encode()
     response = _raw(gateway_event("POST", "/mcp", raw_body=body, headers=MCP_HEADERS))

@@ -93,7 +93,7 @@ def test_a_new_key_waits_for_a_writer_holding_the_labels_count(make_store: Calla
         try:
             provider(make_store(), "tenant", max_entries=2).set("three", "3")
             outcome.append(None)
-        except BaseException as error:  # noqa: BLE001 - the thread's outcome is asserted below
+        except BaseException as error:  # the thread's outcome is asserted below
             outcome.append(error)
 
     writer = threading.Thread(target=set_third)

@@ -7,12 +7,18 @@ edge: the same size, media type and JSON checks (``api.edge``) and the tenant of
 Streamable HTTP transport answers it statelessly with plain JSON (``stateless=True``,
 ``json_response=True``): nothing is kept between requests, so any Lambda instance may serve any of them.
 The answer passes the same response byte cap as every other route.
+
+Only POST is served. A stateless server has no stream to offer a GET (the specification lets it answer
+405), and the SDK's transport would open one that never ends: on the local server, which runs one
+request at a time, a single cross-site navigation to ``/mcp`` then froze every route. A request the
+transport has not answered within :data:`REQUEST_SECONDS` gets a 504, so no other path can do the same.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.logging import correlation_paths
@@ -20,7 +26,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from threadloom.api.edge import MAX_BODY_BYTES, check_event, with_security_headers
 from threadloom.api.observability import logger, metrics, tracer
-from threadloom.api.routes.app import refused, within_response_cap
+from threadloom.api.routes.app import envelope, refused, within_response_cap
 from threadloom.api.runtime import get_runtime
 from threadloom.api.tenancy import has_scope, resolve_tenant
 from threadloom.errors import ThreadloomError
@@ -32,6 +38,8 @@ if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
 
 MCP_PATH = "/mcp"
+REQUEST_SECONDS = 8.0
+"""How long the transport may take over one request: under the functions' 10 s timeout (template.yaml)."""
 SESSION_PARAMETER = "session"
 """``/mcp?session=ID`` binds the reference tools to one session, as ``threadloom mcp --session`` does."""
 
@@ -52,6 +60,16 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
 
 def handle(event: dict[str, Any]) -> dict[str, Any]:
     """The REST API's edge checks and tenancy, then the SDK's answer; never raises."""
+    method = str(((event.get("requestContext") or {}).get("http") or {}).get("method", "POST")).upper()
+    if method != "POST":
+        response = envelope(
+            event,
+            HTTPStatus.METHOD_NOT_ALLOWED,
+            "method_not_allowed",
+            f"{MCP_PATH} answers POST only (Streamable HTTP, stateless: no event stream to open), not {method[:16]}",
+        )
+        response["headers"]["Allow"] = "POST"
+        return response
     runtime = get_runtime()
     limits = runtime.limits
     try:
@@ -77,7 +95,16 @@ def handle(event: dict[str, Any]) -> dict[str, Any]:
         may_name_subjects=not runtime.profile.has_subject_blocks
         or has_scope(jwt.get("scopes"), claims, runtime.settings.act_for_users_scope),
     )
-    status, headers, body = asyncio.run(_serve(binding, _scope(event), _body(event)))
+    try:
+        status, headers, body = asyncio.run(_serve(binding, _scope(event), _body(event)))
+    except TimeoutError:
+        logger.warning("MCP request not answered in time", seconds=REQUEST_SECONDS)
+        return envelope(
+            event,
+            HTTPStatus.GATEWAY_TIMEOUT,
+            "mcp_timeout",
+            f"The MCP request was not answered within {REQUEST_SECONDS:g} s and was stopped there",
+        )
     response = {"statusCode": status, "headers": headers, "body": body.decode("utf-8"), "isBase64Encoded": False}
     return within_response_cap(event, response, limits.max_response_bytes)
 
@@ -117,7 +144,7 @@ async def _serve(binding: Binding, scope: dict[str, Any], body: bytes) -> tuple[
         elif message["type"] == "http.response.body":
             chunks.append(bytes(message.get("body", b"")))
 
-    async with manager.run():
+    async with asyncio.timeout(REQUEST_SECONDS), manager.run():
         await manager.handle_request(scope, receive, send)
     return status, headers, b"".join(chunks)
 

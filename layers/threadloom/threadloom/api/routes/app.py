@@ -84,11 +84,16 @@ def openapi() -> dict[str, Any]:
 def refused(event: dict[str, Any], error: ThreadloomError) -> dict[str, Any]:
     """The error envelope for a request refused before routing (with CORS headers when configured)."""
     status, code = error_for(error)
+    return envelope(event, status, code, str(error))
+
+
+def envelope(event: dict[str, Any], status: HTTPStatus, code: str, message: str) -> dict[str, Any]:
+    """The error envelope as a Lambda response, for an answer no ``ThreadloomError`` maps to (a 405)."""
     headers = {"Content-Type": "application/json"}
     if CORS is not None:
         origin = next((value for key, value in (event.get("headers") or {}).items() if key.lower() == "origin"), None)
         headers.update(CORS.to_dict(origin))
-    body = json.dumps({"error": {"code": code, "message": str(error)}}, separators=(",", ":"))
+    body = json.dumps({"error": {"code": code, "message": message}}, separators=(",", ":"))
     return {"statusCode": status.value, "headers": headers, "body": body, "isBase64Encoded": False}
 
 
