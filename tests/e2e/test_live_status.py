@@ -168,6 +168,23 @@ def test_bad_messages_are_answered_and_unsubscribe_stops_events(tmp_path: Path) 
             ws.recv(timeout=0.5)
 
 
+def test_a_session_id_no_session_can_hold_is_answered_and_the_connection_keeps_its_subscriptions(
+    tmp_path: Path,
+) -> None:
+    """A NUL or a lone surrogate in ``sessionId`` raised from the store: the server wrote an HTTP 500 into
+    the upgraded socket, and the client lost the connection and every subscription on it."""
+    with local_server(tmp_path / "data", profile=PROFILE) as server, connect(server.ws_url) as ws:
+        sid = new_session(server)
+        assert subscribe(ws, sid)["type"] == "subscribed"
+        for bad in ("\u0000", "\ud800"):
+            ws.send(json.dumps({"action": "subscribe", "sessionId": bad}))  # sent as \u escapes, valid JSON
+            answer = receive(ws)
+            assert answer["type"] == "error" and "may only use the characters" in answer["error"]
+        # The connection is still open and still subscribed: the next append reaches it
+        call(server.url, "POST", f"/sessions/{sid}/messages", {"message": msg("m0", "Ahoy")})
+        assert until(ws, lambda event: event.get("sessionId") == sid)[-1]["sessionId"] == sid
+
+
 def test_a_closed_client_is_forgotten(tmp_path: Path) -> None:
     with local_server(tmp_path / "data", profile=PROFILE) as server:
         sid = new_session(server)

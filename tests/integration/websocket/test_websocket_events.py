@@ -136,6 +136,23 @@ def test_unknown_connection_gets_an_error(connections: ConnectionsTable) -> None
     assert connections.subscribers(TENANT, SESSION) == []
 
 
+@pytest.mark.parametrize("action", ["subscribe", "unsubscribe"])
+@pytest.mark.parametrize("session_id", ["\u0000", "\ud800", "\N{GRINNING FACE}" * 200])
+def test_a_session_id_no_session_can_hold_is_an_error_event(
+    connections: ConnectionsTable, action: str, session_id: str
+) -> None:
+    """Text the stores or the table key refuse (NUL, a lone surrogate, a key past 2,048 bytes) raised from
+    them: a failed invocation, and an alarm any user could fire. The REST API's id rule now answers first."""
+    open_sample_connections(connections)
+    connections.subscribe(CONNECTION, tenant=TENANT, session_id=SESSION)
+    event = load_event(action)
+    event["body"] = json.dumps({"action": action, "sessionId": session_id})
+    response = invoke_routes(event)
+    assert response["body"]["type"] == "error"
+    assert "may only use the characters" in response["body"]["error"]
+    assert connections.subscriptions_of(CONNECTION) == [SESSION]  # the connection's other subscription stays
+
+
 def test_unsubscribe_and_disconnect_remove_subscriptions(connections: ConnectionsTable) -> None:
     open_sample_connections(connections)
     connections.subscribe(CONNECTION, tenant=TENANT, session_id=SESSION)

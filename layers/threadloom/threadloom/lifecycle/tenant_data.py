@@ -1,9 +1,10 @@
 """What an import brings that belongs to the tenant, not to a session: shared blocks and knowledge entries.
 
-Both are written into the importing namespace only (a record has no owner field), checked
-against the profile (a label it does not declare is refused) and planned against what the
-namespace already holds, before anything is written: the same content is left as it is,
-other content is a conflict. Knowledge may not pass the tenant's quota, checked as it is written.
+An export reads the knowledge a page at a time (:func:`knowledge_pages`). An import writes both
+into the importing namespace only (a record has no owner field), checked against the profile (a
+label it does not declare is refused) and planned against what the namespace already holds, before
+anything is written: the same content is left as it is, other content is a conflict. Knowledge may
+not pass the tenant's quota, checked as it is written.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING
 from threadloom.errors import ConflictError, ValidationError
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterable, Mapping
+    from collections.abc import Collection, Iterable, Iterator, Mapping
 
     from threadloom.lifecycle.protocols import LifecycleStorage
     from threadloom.storage.snapshot import KnowledgeEntrySnapshot, SharedBlockSnapshot
@@ -51,6 +52,22 @@ def check_knowledge_labels(entries: Iterable[KnowledgeEntrySnapshot], labels: Co
 class KnowledgePlan:
     fresh: list[KnowledgeEntrySnapshot] = field(default_factory=list)
     present: int = 0
+
+
+def knowledge_pages(
+    storage: LifecycleStorage, namespace: str, labels: Collection[str] | None, page_size: int
+) -> Iterator[list[KnowledgeEntrySnapshot]]:
+    """The namespace's entries a page at a time in (label, key) order: every label's, or those of ``labels``,
+    each label read from its first key, so the entries of a label left out are never read."""
+    for label in [None] if labels is None else sorted(set(labels)):
+        after = ("", "") if label is None else (label, "")
+        while page := storage.read_knowledge_entries(namespace, after=after, limit=page_size):
+            if label is not None:
+                page = [entry for entry in page if entry.label == label]
+                if not page:
+                    break
+            yield page
+            after = (page[-1].label, page[-1].key)
 
 
 def plan_knowledge(storage: LifecycleStorage, namespace: str, entries: list[KnowledgeEntrySnapshot]) -> KnowledgePlan:

@@ -39,6 +39,7 @@ from threadloom.lifecycle.export_format import (
 from threadloom.lifecycle.tenant_data import (
     check_knowledge_labels,
     check_shared_labels,
+    knowledge_pages,
     plan_knowledge,
     plan_shared_blocks,
     shared_block_name,
@@ -51,7 +52,7 @@ if TYPE_CHECKING:
 
     from threadloom.lifecycle.protocols import LifecycleStorage
     from threadloom.limits import Limits
-    from threadloom.storage.snapshot import KnowledgeEntrySnapshot, SessionSnapshot, SharedBlockSnapshot
+    from threadloom.storage.snapshot import SessionSnapshot, SharedBlockSnapshot
 
 SPOOL_BYTES = 1024 * 1024
 KNOWLEDGE_PAGE = 500
@@ -141,7 +142,7 @@ def export_sessions(
                 shared += 1
     entries = knowledge_bytes = 0
     if include_knowledge:
-        for page in _knowledge_pages(storage, namespace, knowledge_labels):
+        for page in knowledge_pages(storage, namespace, knowledge_labels, KNOWLEDGE_PAGE):
             entries += len(page)
             knowledge_bytes += sum(len(entry.content.encode("utf-8")) for entry in page)
             if entries > MAX_KNOWLEDGE_ENTRIES or knowledge_bytes > MAX_KNOWLEDGE_BYTES:
@@ -154,22 +155,6 @@ def export_sessions(
                 writer.add_knowledge_entry(entry)
     writer.close()
     return ExportReport(sessions=writer.sessions, messages=messages, shared_blocks=shared, knowledge_entries=entries)
-
-
-def _knowledge_pages(
-    storage: LifecycleStorage, namespace: str, labels: Collection[str] | None
-) -> Iterator[list[KnowledgeEntrySnapshot]]:
-    """The namespace's entries a page at a time in (label, key) order: every label's, or those of ``labels``,
-    each label read from its first key, so the entries of a label left out are never read."""
-    for label in [None] if labels is None else sorted(set(labels)):
-        after = ("", "") if label is None else (label, "")
-        while page := storage.read_knowledge_entries(namespace, after=after, limit=KNOWLEDGE_PAGE):
-            if label is not None:
-                page = [entry for entry in page if entry.label == label]
-                if not page:
-                    break
-            yield page
-            after = (page[-1].label, page[-1].key)
 
 
 def import_sessions(

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, TypedDict, cast, get_args
 
 from threadloom.errors import ValidationError
+from threadloom.limits import HARD_LIMITS
 
 Phase = Literal["idle", "compacting"]
 ChangeKind = Literal["append", "update", "delete", "clear", "compaction", "fork", "context"]
 CHANGE_KINDS: frozenset[str] = frozenset(get_args(ChangeKind))
 Action = Literal["subscribe", "unsubscribe"]
 MAX_CLIENT_MESSAGE_BYTES = 4096
-MAX_SESSION_ID_CHARS = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,9 +150,9 @@ def parse_client_message(data: str | bytes) -> ClientAction:
     action = payload.get("action")
     if action not in get_args(Action):
         raise ValidationError(f"Unknown action {action!r}: use 'subscribe' or 'unsubscribe'")
-    session_id = payload.get("sessionId")
-    if not isinstance(session_id, str) or not session_id or len(session_id) > MAX_SESSION_ID_CHARS:
-        raise ValidationError(f"'sessionId' must be a non-empty string of at most {MAX_SESSION_ID_CHARS} characters")
+    # The REST API's rule for an id in a path, so no store, table key or log gets a NUL, a lone surrogate
+    # or other text no session id can hold: those raised from the stores instead of an error event.
+    session_id = HARD_LIMITS.check_id(payload.get("sessionId"), "sessionId")
     return ClientAction(action=cast("Action", action), session_id=session_id)
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Literal
 
-from threadloom.errors import NotFoundError, SessionChangedError
+from threadloom.errors import NotFoundError, SessionChangedError, ValidationError
 from threadloom.live.events import SessionStatus, error, subscribed
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def subscribe_reply(manager: SessionManager, session_id: str) -> SubscribedEvent
             return subscribed(session_id, current_status(manager, session_id))
         except SessionChangedError:
             return subscribed(session_id, current_status(manager, session_id))
-    except (NotFoundError, SessionChangedError) as exc:
+    except (NotFoundError, SessionChangedError, ValidationError) as exc:
         return error(str(exc))
 
 

@@ -89,6 +89,8 @@ class WebSocketRoutes:
         except StorageUnavailableError:
             logger.exception("Connections table unavailable while handling %s", action.action)
             return error(UNAVAILABLE)
+        except ValidationError as exc:  # a key the table cannot hold: the caller's to fix, not a failed invocation
+            return error(str(exc))
 
     def _subscribe(self, connection_id: str, tenant: str, session_id: str, expires_at: int) -> LiveEvent:
         reply = subscribe_reply(self._manager_for(tenant), session_id)
