@@ -394,8 +394,9 @@ def test_the_functions_get_object_actions_on_the_export_bucket_never_its_setting
 
 
 def test_table_wide_reads_and_batch_writes_only_where_the_code_needs_them() -> None:
-    """Scan: erasure finds idempotency records by content; BatchWriteItem: gone connections are forgotten."""
-    needs = {"dynamodb:Scan": {"IdempotencyTable"}, "dynamodb:BatchWriteItem": {"ConnectionsTable"}}
+    """No Scan anywhere (erasure reads a session's idempotency index by its key); BatchWriteItem: gone
+    connections are forgotten."""
+    needs: dict[str, set[str]] = {"dynamodb:Scan": set(), "dynamodb:BatchWriteItem": {"ConnectionsTable"}}
     for owner, statement in policy_statements(resolve({})):
         actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
         assert "dynamodb:*" not in actions, owner
