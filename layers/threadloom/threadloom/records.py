@@ -320,13 +320,21 @@ class HistorySlice:
 
 
 class CompactionFence:
-    """What a compaction saw when it read the history: it commits only if both still hold."""
+    """What a compaction saw when it read the history: it commits only if all of it still holds.
 
-    __slots__ = ("latest_compaction_id", "leaf_id")
+    ``messages``: (id, digest) of each stored message the summary was made from. An edit or a
+    deletion while the summary was computed (a redaction, say) would otherwise be overridden by
+    a summary of the text as it was; checked in the commit's transaction, under the session's lock.
+    """
 
-    def __init__(self, leaf_id: str, latest_compaction_id: str | None) -> None:
+    __slots__ = ("latest_compaction_id", "leaf_id", "messages")
+
+    def __init__(
+        self, leaf_id: str, latest_compaction_id: str | None, messages: tuple[tuple[str, str], ...] = ()
+    ) -> None:
         self.leaf_id = leaf_id
         self.latest_compaction_id = latest_compaction_id
+        self.messages = messages
 
 
 __all__ = [

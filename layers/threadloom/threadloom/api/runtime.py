@@ -330,7 +330,8 @@ class Runtime:
             manager = self.manager(request.namespace)
             if manager.get(request.session_id) is None:
                 return
-            manager.get_session(request.session_id).compact(leaf_id=request.leaf_id, request_key=request_key(request))
+            session = manager.get_session(request.session_id)
+            session.compact(leaf_id=request.leaf_id, request_key=request_key(request), registered=True)
 
         return handle
 

@@ -4,10 +4,13 @@ A request is only a trigger. It names the leaf the producing append created, but
 session may have grown, lost that leaf, compacted, or been deleted. The worker therefore re-reads the session and
 relies on ``Session.compact``'s fence (contract §4) rather than on the request being fresh:
 
-* the session is gone → ``SESSION_GONE``, acknowledged (there is nothing left to compact);
+* the session is gone → ``SESSION_GONE``, acknowledged (there is nothing left to compact), also when it was
+  deleted while the summary was computed, or deleted and opened again for another subject (checked in the
+  commit's transaction: a summary of one subject's conversation never lands in another's);
 * an overlay is already stored under the request's key → ``DUPLICATE`` (a redelivery; the summarizer is not called);
 * the named leaf still exists → compact the branch ending there; it was deleted → compact the current latest leaf;
-* the branch or the overlays changed between the snapshot and the commit (``ConflictError``) → ``SKIPPED_STALE``,
+* the branch, the overlays or a summarized message (edited, deleted) changed between the snapshot and the commit
+  (``ConflictError``) → ``SKIPPED_STALE``,
   acknowledged: whatever moved the branch appended or compacted after this request was made, and an append that
   keeps the session over its threshold enqueues a newer request behind this one;
 * the compaction function failed (``CompactionError``) → raised, so the queue retries that request alone.
@@ -23,7 +26,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from threadloom.compaction.queue import request_key
-from threadloom.errors import CompactionAlreadyStoredError, ConflictError
+from threadloom.errors import CompactionAlreadyStoredError, ConflictError, SessionChangedError, SessionNotFoundError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -36,6 +39,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 STALE_ERROR = "The session changed while the summary was computed; nothing was stored (ask again to compact it now)"
+GONE_ERROR = "The session was deleted while the summary was computed; nothing was stored"
 
 
 class CompactionOutcome(StrEnum):
@@ -108,7 +112,11 @@ class CompactionWorker:
             return CompactionOutcome.DUPLICATE
         leaf_id = _target_leaf(session, request.leaf_id)
         try:
-            result = session.compact(leaf_id=leaf_id, request_key=key)
+            # Registered: the commit checks that the namespace still holds this session for its subject
+            result = session.compact(leaf_id=leaf_id, request_key=key, registered=True)
+        except (SessionNotFoundError, SessionChangedError):
+            logger.info("Compaction of session %r skipped: it was deleted meanwhile", request.session_id)
+            return CompactionOutcome.SESSION_GONE
         except CompactionAlreadyStoredError:
             # Two deliveries of one request raced past the check above; the other one committed.
             logger.info("Compaction request for session %r was committed by another worker", request.session_id)
@@ -150,6 +158,8 @@ def _record_outcome(tracker: CompactionRequestLog, session: Session, key: str, o
         tracker.finish(key, "nothing_to_summarize")
     elif outcome is CompactionOutcome.SKIPPED_STALE:
         tracker.finish(key, "failed", error=STALE_ERROR)
+    elif outcome is CompactionOutcome.SESSION_GONE:
+        tracker.finish(key, "failed", error=GONE_ERROR)
 
 
 def _stored_under(session: Session, key: str) -> bool:

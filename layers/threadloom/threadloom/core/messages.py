@@ -7,6 +7,7 @@ clear error instead of being stored and skipped later.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import TYPE_CHECKING, Any, cast
 
@@ -29,6 +30,12 @@ def validate_message(message: Any, limits: Limits = HARD_LIMITS) -> Message:
     if limits is HARD_LIMITS and take_just_checked(message):
         return cast("Message", message)  # checked just now against limits no looser than these
     return limits.check_message(message)
+
+
+def message_digest(message: Message) -> str:
+    """A digest of the message's content, the same for the message read back from its stored row."""
+    text = json.dumps(message, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 def serialize_message(message: Message) -> str:

@@ -22,6 +22,7 @@ from threadloom.compaction.markers import COMPACTION_PREFIX
 from threadloom.compaction.queue import CompactionRequest
 from threadloom.core.context import ContextBlocks, ContextConfig
 from threadloom.core.events import EventEmitter
+from threadloom.core.messages import message_digest
 from threadloom.core.skills import reclaim_loaded_skill
 from threadloom.errors import CompactionError, ConflictError, NotFoundError, ThreadloomError, ValidationError
 from threadloom.limits import DEFAULT_LIMITS, Limits, check_text
@@ -398,7 +399,7 @@ class Session:
         estimate = self._emit_status("idle", leaf_tokens=result.path_tokens if result.inserted else None)
         if result.inserted:
             self._events.emit_change("append", result.id)  # before a queued compaction can announce itself
-            self._maybe_auto_compact(estimate, result.id)
+            self._maybe_auto_compact(estimate, result.id, registered=registered)
         if not self._needs_estimate():
             return result
         if result.__class__ is AppendResult:  # what replace() returns, built without its field walk
@@ -458,7 +459,7 @@ class Session:
         estimate = self._emit_status("idle", leaf_tokens=latest.path_tokens if latest is not None else None)
         if any(result.inserted for result in results):
             self._events.emit_change("append", results[-1].id)
-            self._maybe_auto_compact(estimate, results[-1].id)
+            self._maybe_auto_compact(estimate, results[-1].id, registered=registered)
         if results and self._needs_estimate():
             results[-1] = replace(results[-1], token_estimate=estimate)
         return results
@@ -736,30 +737,41 @@ class Session:
         self._ensure_ready()
         return self._storage.get_compactions()  # type: ignore[no-any-return]
 
-    def compact(self, leaf_id: str | None = None, *, request_key: str | None = None) -> CompactResult | None:
+    def compact(
+        self, leaf_id: str | None = None, *, request_key: str | None = None, registered: bool = False
+    ) -> CompactResult | None:
         """Run the compaction function now and store its overlay.
 
-        The overlay commits only if the branch it was computed from is unchanged
-        (fenced, contract §4); if another caller already committed the same ``request_key``
+        The overlay commits only if the branch it was computed from is unchanged, its messages
+        included (fenced, contract §4); if another caller already committed the same ``request_key``
         it raises :class:`CompactionAlreadyStoredError` (a :class:`ConflictError`).
-        Failures of the function raise :class:`CompactionError` (D8).
+        Failures of the function, and a summary over ``limits.max_summary_bytes``, raise
+        :class:`CompactionError` (D8). ``registered`` (a :class:`SessionManager`'s compaction): the
+        commit's transaction checks that the namespace still holds the session, for the subject its
+        blocks are wired for, else :class:`SessionNotFoundError` or :class:`SessionChangedError`.
         """
         self._ensure_ready()
         fn = self._compaction_fn
         if fn is None:
             raise CompactionError("No compaction function registered. Call onCompaction() first.")
+        if registered:
+            self._require_registry_check()
         self._compacting += 1
         try:
-            return self._compact(fn, leaf_id, request_key)
+            return self._compact(fn, leaf_id, request_key, registered)
         finally:
             self._compacting -= 1
 
-    def _compact(self, fn: CompactFunction, leaf_id: str | None, request_key: str | None) -> CompactResult | None:
+    def _compact(
+        self, fn: CompactFunction, leaf_id: str | None, request_key: str | None, registered: bool
+    ) -> CompactResult | None:
         storage = self._storage
         tokens_before = self._emit_status("compacting")
         target_leaf = leaf_id or _latest_leaf_id(storage)
         fence = _make_fence(storage, target_leaf)
         history = self.get_history(target_leaf)
+        # Taken before the function runs, which may change what it is given
+        read = [(str(message["id"]), message_digest(message)) for message in history] if fence is not None else []
         try:
             result = fn(history, CompactContext(token_counter=self._token_counter))
         except Exception as error:
@@ -769,6 +781,11 @@ class Session:
         if result is None or result.to_message_id not in history_ids:
             self._emit_status("idle")
             return None
+        try:
+            self.limits.check_content(result.summary, "compaction summary", self.limits.max_summary_bytes)
+        except ValidationError as error:
+            self._events.emit_error(str(error))
+            raise CompactionError(f"Compaction function failed: {error}") from error
         visible = [
             compaction
             for compaction in storage.get_compactions()
@@ -776,10 +793,20 @@ class Session:
             or (compaction.from_message_id in history_ids and compaction.to_message_id in history_ids)
         ]
         from_id = visible[0].from_message_id if visible else result.from_message_id
-        if fence is not None:
-            storage.add_compaction(result.summary, from_id, result.to_message_id, request_key=request_key, fence=fence)
-        else:
-            storage.add_compaction(result.summary, from_id, result.to_message_id)
+        scope = {"registered_in": self.namespace, "expected_subject": self._wired_subject} if registered else {}
+        try:
+            if fence is not None:
+                # The stored messages up to the overlay's end: an overlay in the history is fenced by its id
+                summarized = read[: history_ids.index(result.to_message_id) + 1]
+                fence.messages = tuple(item for item in summarized if not item[0].startswith(COMPACTION_PREFIX))
+                storage.add_compaction(
+                    result.summary, from_id, result.to_message_id, request_key=request_key, fence=fence, **scope
+                )
+            else:
+                storage.add_compaction(result.summary, from_id, result.to_message_id, **scope)
+        except (ConflictError, NotFoundError):
+            self._emit_status("idle")  # nothing was stored: the watchers' "compacting" ends here too
+            raise
         self.blocks.refresh_system_prompt()
         self._emit_status("idle", compacted={"tokensBefore": tokens_before})
         self._events.emit_change("compaction", target_leaf)
@@ -835,7 +862,7 @@ class Session:
         self._events.emit_status(phase, estimate, self._threshold, compacted)
         return estimate
 
-    def _maybe_auto_compact(self, estimate: int, leaf_id: str) -> None:
+    def _maybe_auto_compact(self, estimate: int, leaf_id: str, *, registered: bool = False) -> None:
         if self._threshold is None or self._compaction_fn is None or estimate <= self._threshold:
             return
         try:
@@ -846,8 +873,8 @@ class Session:
                     )
                 )
                 return
-            compacted = self.compact()
-        except ConflictError as error:
+            compacted = self.compact(registered=registered)
+        except (ConflictError, NotFoundError) as error:  # changed or deleted meanwhile: nothing was stored
             logger.info("Automatic compaction skipped: %s", error)
             return
         except Exception as error:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from threadloom.clock import utc_now
 from threadloom.compaction.markers import now_iso
 from threadloom.compaction.overlays import apply_compactions, compaction_message, overlay_ranges
-from threadloom.core.messages import parse_stored_message, serialize_message, validate_message
+from threadloom.core.messages import message_digest, parse_stored_message, serialize_message, validate_message
 from threadloom.errors import (
     CompactionAlreadyStoredError,
     ConflictError,
@@ -545,6 +545,8 @@ class SqlSessionProvider:
         *,
         request_key: str | None = None,
         fence: CompactionFence | None = None,
+        registered_in: str | None = None,
+        expected_subject: tuple[str | None] | None = None,
     ) -> StoredCompaction:
         """Store an overlay. With a ``fence`` it commits only if the snapshot it was computed from still holds.
 
@@ -552,11 +554,15 @@ class SqlSessionProvider:
         (a redelivered compaction request changes nothing). With a ``fence`` as well (two
         workers racing on one request) it raises :class:`CompactionAlreadyStoredError`
         instead, so only the worker whose overlay committed reports a compaction.
+        ``registered_in``, ``expected_subject``: as for :meth:`update_message`, so a summary made while
+        the session was deleted and opened again for another subject is not stored in the new one.
         """
         if not isinstance(summary, str) or not isinstance(from_message_id, str) or not isinstance(to_message_id, str):
             raise ValidationError("A compaction needs a string summary, from_message_id and to_message_id")
         with self._database.write() as tx:
             _, next_seq = self._lock_head(tx)
+            if registered_in is not None:
+                self.check_registered(tx, registered_in, expected_subject)
             if request_key is not None:
                 rows = tx.query(self._sql.find_compaction_by_request, self._params(request_key=request_key))
                 if rows:
@@ -772,6 +778,13 @@ class SqlSessionProvider:
             raise ConflictError(f"Message {to_id!r} is no longer on the compacted branch")
         if not self._is_ancestor_or_self(tx, from_id, to_id):
             raise ConflictError(f"Message {from_id!r} is not an ancestor of {to_id!r}")
+        if fence.messages:  # under the head's lock, which every edit and deletion takes too
+            stored = {str(row[0]): str(row[3]) for row in tx.query(self._sql.export_messages, self._params())}
+            for message_id, digest in fence.messages:
+                content = stored.get(message_id)
+                message = parse_stored_message(content) if content is not None else None
+                if message is None or message_digest(message) != digest:
+                    raise ConflictError(f"Message {message_id!r} was changed or removed since this compaction read it")
 
     def _rescan_leaf(self, tx: Executor) -> None:
         rows = tx.query(self._sql.find_latest_leaf, self._params())

@@ -56,7 +56,7 @@ def compact(
             return CompactOut(status="queued", request_id=queue.submit(request).id), True
         queue.enqueue(request)
         return CompactOut(status="queued"), True
-    result = session.compact(leaf_id)
+    result = session.compact(leaf_id, registered=True)
     if result is None:
         return CompactOut(status="nothing_to_compact"), False
     return (
