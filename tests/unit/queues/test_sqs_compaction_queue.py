@@ -122,6 +122,72 @@ def test_group_ids_sqs_would_refuse_are_hashed(sqs: tuple[SQSClient, str], names
     assert CompactionRequest.from_json(message["Body"]) == item
 
 
+def test_sessions_whose_ids_join_alike_get_separate_groups(sqs: tuple[SQSClient, str]) -> None:
+    # Given two tenants' sessions whose "<namespace>:<session_id>" would read the same
+    client, url = sqs
+    compactions = SqsCompactionQueue(url, client=client)
+    first = request(namespace="acme", session_id="eu:s1")
+    second = request(namespace="acme:eu", session_id="s1")
+
+    # When each is enqueued
+    compactions.enqueue(first)
+    compactions.enqueue(second)
+
+    # Then they are in different groups (neither tenant's compactions wait for the other's), each valid for SQS
+    groups = {
+        CompactionRequest.from_json(m["Body"]): m.get("Attributes", {})["MessageGroupId"]
+        for m in receive_all(client, url)
+    }
+    assert groups == {first: message_group_id(first), second: message_group_id(second)}
+    assert groups[first] != groups[second]
+    assert groups[first] == "acme:eu:s1"  # a namespace without ':' keeps its readable group
+    assert groups[second].startswith("sha256-")
+
+
+@pytest.mark.parametrize(
+    ("namespace", "session_id"),
+    [
+        ("a:b", "c"),
+        ("a", "b:c"),
+        ("a:", "b"),
+        ("a", ":b"),
+        ("", "a:b"),
+        (":", ""),
+        ("t" * 64, "s" * 63),
+        ("t" * 64, "s" * 64),
+        ("x:" * 70, "y"),
+        ("tenant", "sess\u00edon"),
+        ("ten ant", "s1"),
+    ],
+)
+def test_group_ids_are_within_sqs_limits_and_one_per_session(namespace: str, session_id: str) -> None:
+    # Given a session's ids, of any length and characters
+    item = request(session_id=session_id, namespace=namespace)
+
+    # When its group id is computed
+    group = message_group_id(item)
+
+    # Then SQS accepts it (1-128 printable ASCII characters, no spaces), and every leaf of the session shares it
+    assert 1 <= len(group) <= 128
+    assert all("!" <= char <= "~" for char in group)
+    assert group == message_group_id(request(session_id=session_id, namespace=namespace, leaf_id=None))
+
+
+def test_group_ids_are_distinct_per_session() -> None:
+    # Given sessions whose ids overlap around the ':' separator, or only differ past the readable length limit
+    pairs = [
+        (namespace, session_id)
+        for namespace in ("a", "a:b", "a:b:c", "", ":", "a:", "t" * 64, "t" * 65)
+        for session_id in ("b:c", "c", "b", ":c", "", ":", "s" * 63, "s" * 64)
+    ]
+
+    # When each one's group id is computed
+    groups = {message_group_id(request(session_id=session_id, namespace=namespace)) for namespace, session_id in pairs}
+
+    # Then no two sessions share a group
+    assert len(groups) == len(pairs)
+
+
 def test_dedup_id_is_unambiguous_across_field_boundaries() -> None:
     # Given two requests whose ids concatenate to the same text
     first = request(namespace="a:b", session_id="c")

@@ -1,9 +1,11 @@
 """Compaction requests on an SQS FIFO queue, consumed by the compaction Lambda (contract D9).
 
 * ``MessageGroupId`` is ``"<namespace>:<session_id>"``, so one session's compactions run one at a time and in order
-  while different sessions proceed in parallel. SQS allows at most 128 characters from printable ASCII without spaces
-  in a group id; an id that does not fit is replaced by ``"sha256-<hex of namespace and session>"`` (still one group
-  per session; it contains no ``:``, so it cannot collide with a readable one).
+  while different sessions proceed in parallel. Distinct sessions never share a group: the readable form is used only
+  when the namespace contains no ``:`` (so its first ``:`` ends the namespace; ``("acme", "eu:s1")`` gives
+  ``"acme:eu:s1"`` while ``("acme:eu", "s1")`` is hashed), and SQS allows at most 128 characters from printable ASCII
+  without spaces in a group id. Any other pair gets ``"sha256-<hex of namespace and session>"`` (still one group per
+  session; it contains no ``:``, so it cannot collide with a readable one).
 * ``MessageDeduplicationId`` is the SHA-256 hex of ``(namespace, session_id, leaf_id)``: the same trigger repeated
   within SQS's five-minute deduplication window is delivered once.
 * The body is ``CompactionRequest.to_json()``; the id of the API request that queued it (if any) travels as the
@@ -45,9 +47,17 @@ def default_sqs_client() -> SQSClient:
 
 
 def message_group_id(request: CompactionRequest) -> str:
-    """The FIFO group of ``request``'s session: ``"<namespace>:<session_id>"`` when SQS accepts it, else a hash."""
+    """The FIFO group of ``request``'s session, one per ``(namespace, session_id)`` and never shared.
+
+    ``"<namespace>:<session_id>"`` when the namespace has no ``:`` (else the split would be ambiguous) and SQS
+    accepts it (at most 128 characters, printable ASCII without spaces); otherwise ``"sha256-<64 hex>"``.
+    """
     readable = f"{request.namespace}:{request.session_id}"
-    if len(readable) <= MAX_GROUP_ID_LENGTH and all("!" <= char <= "~" for char in readable):
+    if (
+        ":" not in request.namespace
+        and len(readable) <= MAX_GROUP_ID_LENGTH
+        and all("!" <= char <= "~" for char in readable)
+    ):
         return readable
     digest = hashlib.sha256(json.dumps([request.namespace, request.session_id]).encode("utf-8")).hexdigest()
     return f"sha256-{digest}"
