@@ -1,7 +1,8 @@
 """The HTTP use-cases of the data lifecycle: session export, import, subject erasure (threadloom.lifecycle underneath).
 
-A Lambda response is capped at 6 MB, so an export larger than ``settings.export_inline_bytes``
-goes to the export bucket and the caller gets a short-lived presigned URL instead. Imports
+A Lambda response is capped at 6 MB, so an export larger than ``settings.export_inline_bytes``, or
+than the profile's ``limits.max_response_bytes`` less ``RESPONSE_HEADROOM``, goes to the export bucket
+and the caller gets a short-lived presigned URL instead. Imports
 read the request body or an object of the export bucket under the tenant's own prefixes, so
 one tenant can never import another's file. With ``THREADLOOM_EXPORT_SIGNING_KEY`` set, exports
 are signed (HMAC-SHA256) and only files signed with that key are imported. Every key and prefix
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
     from threadloom.api.runtime import Runtime
 
 PRESIGNED_URL_SECONDS = 900
+RESPONSE_HEADROOM = 8 * 1024
+"""Bytes of the profile's response cap kept for what an inline export carries besides the file (its headers)."""
 IMPORT_PREFIX = "imports/"
 
 
@@ -59,7 +62,7 @@ def export_session(
     )
     data = buffer.getvalue()
     settings = runtime.settings
-    if len(data) <= settings.export_inline_bytes:
+    if len(data) <= inline_export_bytes(runtime):
         return data
     if not settings.export_bucket:
         raise ValidationError(
@@ -76,6 +79,12 @@ def export_session(
     except Exception as error:  # botocore raises many unrelated types
         raise StorageUnavailableError(f"Could not store the export in the export bucket: {error}") from error
     return ExportLink(url=url, expires_in=PRESIGNED_URL_SECONDS, bytes=len(data), sessions=report.sessions)
+
+
+def inline_export_bytes(runtime: Runtime) -> int:
+    """The largest export answered as the response itself: within ``THREADLOOM_EXPORT_INLINE_BYTES`` and, with
+    room for the headers, within the profile's response cap (the handler answers 500 rather than pass it)."""
+    return min(runtime.settings.export_inline_bytes, runtime.limits.max_response_bytes - RESPONSE_HEADROOM)
 
 
 def import_file(runtime: Runtime, tenant: str, stream: IO[bytes], *, admin: bool) -> ImportOut:
@@ -192,6 +201,7 @@ __all__ = [
     "has_scope",
     "import_file",
     "import_from_bucket",
+    "inline_export_bytes",
     "require_scope",
 ]
 

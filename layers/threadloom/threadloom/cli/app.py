@@ -8,6 +8,7 @@ Over 400 lines because every operator command is here, each a short parse-call-r
 from __future__ import annotations
 
 import dataclasses
+import errno
 import os
 import sys
 from contextlib import contextmanager
@@ -259,7 +260,7 @@ def export(
     state = _state(ctx)
     key = signing_key_from_environment()
     with state.store() as store:
-        ids = session_ids or [info.id for info in store.registry(state.namespace).list()]
+        ids = list(dict.fromkeys(session_ids or [info.id for info in store.registry(state.namespace).list()]))
         if str(output) == "-":
             report = export_sessions(
                 store.lifecycle(),
@@ -272,9 +273,15 @@ def export(
             )
             sys.stdout.flush()
             return
+        if output.is_dir():  # refused before exporting anything (a folder has no name to put ".partial" on)
+            raise _unwritable(output, os.strerror(errno.EISDIR))
         partial = output.with_name(output.name + ".partial")
         try:
-            with partial.open("wb") as stream, state.out.progress("Exporting", len(ids)) as advance:
+            stream = partial.open("wb")
+        except OSError as error:  # no such folder, no permission: a one-line error, never a traceback
+            raise _unwritable(output, error.strerror or str(error)) from error
+        try:
+            with stream, state.out.progress("Exporting", len(ids)) as advance:
                 report = export_sessions(
                     store.lifecycle(),
                     state.namespace,
@@ -285,7 +292,10 @@ def export(
                     include_shared_blocks=include_shared_blocks,
                     include_knowledge=include_knowledge,
                 )
-            partial.replace(output)  # a failed export never leaves a file that looks complete
+            try:
+                partial.replace(output)  # a failed export never leaves a file that looks complete
+            except OSError as error:  # the path became a folder meanwhile, or cannot be replaced
+                raise _unwritable(output, error.strerror or str(error)) from error
         finally:
             partial.unlink(missing_ok=True)
     exported: dict[str, object] = {
@@ -306,6 +316,11 @@ def export(
         exported,
         text=f"Exported {plural(report.sessions, 'session')} ({plural(report.messages, 'message')}){also} to {output}.",
     )
+
+
+def _unwritable(output: Path, reason: str) -> ValidationError:
+    """The error ``export`` reports when it cannot write ``output`` (exit 5, as for an unreadable import file)."""
+    return ValidationError(f"Cannot write {output}: {reason}")
 
 
 @app.command("import")

@@ -110,6 +110,9 @@ def export_sessions(
 ) -> ExportReport:
     """Write the named sessions of ``namespace`` as one export; an unknown id raises ``NotFoundError``.
 
+    An id named more than once is exported once, where it first appears (an import refuses a file
+    holding a session twice).
+
     Each session is read from its own consistent snapshot, so a large export never holds
     one long transaction open. With ``signing_key`` the footer carries an HMAC-SHA256 of the file.
     With ``include_shared_blocks``, the subject blocks of the sessions' subjects and the tenant's
@@ -123,7 +126,7 @@ def export_sessions(
     writer = ExportWriter(stream, namespace=namespace, signing_key=signing_key)
     messages = 0
     subjects: dict[str, None] = {}
-    for session_id in session_ids:
+    for session_id in dict.fromkeys(session_ids):  # each once, in the order first named
         snapshot = storage.read_session(namespace, session_id)
         if snapshot is None:
             raise NotFoundError(f"Session {session_id!r} not found in namespace {namespace!r}")
