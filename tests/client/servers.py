@@ -54,7 +54,8 @@ class QuietServer(ThreadingHTTPServer):
 
 
 class Script:
-    """What the scripted server answers, in order; every request it sees is recorded."""
+    """What the scripted server answers, in order (a body of bytes as it is, anything else as JSON); every request
+    it sees is recorded."""
 
     def __init__(self, *answers: tuple[int, dict[str, str], Any] | str) -> None:
         self.answers = list(answers)
@@ -76,9 +77,10 @@ def scripted_server(script: Script) -> Iterator[str]:
                 self.connection.shutdown(2)
                 return
             status, headers, body = answer  # type: ignore[misc]
-            data = json.dumps(body).encode()
+            raw = isinstance(body, bytes)  # a page of a proxy's or a gateway's own, sent as it is
+            data = body if raw else json.dumps(body).encode()
             self.send_response(status)
-            for key, value in {"content-type": "application/json", **headers}.items():
+            for key, value in {"content-type": "text/html" if raw else "application/json", **headers}.items():
                 self.send_header(key, value)
             self.send_header("content-length", str(len(data)))
             self.end_headers()

@@ -55,6 +55,8 @@ class Call:
     content_type: str | None = None
     idempotent: bool | None = None
     raw: bool = False
+    redirects: frozenset[int] = frozenset()
+    """The 3xx answers the operation reads itself (the export's 303); any other raises ``HttpError``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +92,17 @@ def _route(session_id: str, *segments: str) -> str:
     return path("sessions", session_id, *segments)
 
 
+def absent(error: NotFoundError, subject: str) -> bool:
+    """Whether a 404 says the resource the call names is not stored: the API's ``not_found`` code, its message
+    about that resource (``subject`` starts it: ``"Session "``, ``"Message "``...).
+
+    A route the API does not serve (``route_not_found``: a wrong base path), a 404 without the envelope (a
+    gateway's or a proxy's own) or one about another resource (the session of a block read, a block that is
+    not searchable) is not an answer about it, and is raised.
+    """
+    return getattr(error, "code", None) == "not_found" and str(error).startswith(subject)
+
+
 # ------------------------------------------------------------------ service
 
 
@@ -121,7 +134,9 @@ def open_session(key: str, name: str | None, model: str | None, source: str | No
 def get(session_id: str) -> Op[SessionInfo | None]:
     try:
         return wire.session_info((yield Call("GET", _route(session_id))))
-    except NotFoundError:
+    except NotFoundError as error:
+        if not absent(error, "Session "):
+            raise
         return None
 
 
@@ -138,7 +153,9 @@ def update(session_id: str, body: dict[str, Any]) -> Op[SessionInfo]:
 def delete(session_id: str) -> Op[bool]:
     try:
         yield Call("DELETE", _route(session_id))
-    except NotFoundError:
+    except NotFoundError as error:
+        if not absent(error, "Session "):
+            raise
         return False
     return True
 
@@ -178,7 +195,8 @@ def export_session(
         params["includeSharedBlocks"] = "true"
     if include_knowledge:
         params["includeKnowledge"] = "true"
-    response: httpx.Response = yield Call("GET", _route(session_id, "export"), raw=True, params=params or None)
+    call = Call("GET", _route(session_id, "export"), params=params or None, raw=True, redirects=frozenset({303}))
+    response: httpx.Response = yield call
     if response.status_code == 303:
         return bytes((yield Download(response.json()["url"])))
     return response.content
@@ -243,7 +261,7 @@ def delete_messages(session_id: str, message_ids: list[str]) -> Op[None]:
         try:
             yield Call("DELETE", _route(session_id, "messages", message_id))
         except NotFoundError as error:
-            if not str(error).startswith("Message "):
+            if not absent(error, "Message "):
                 raise
 
 
@@ -254,7 +272,9 @@ def clear_messages(session_id: str) -> Op[None]:
 def get_message(session_id: str, message_id: str) -> Op[Message | None]:
     try:
         out = yield Call("GET", _route(session_id, "messages", message_id))
-    except NotFoundError:
+    except NotFoundError as error:
+        if not absent(error, "Message "):
+            raise
         return None
     return out["message"]  # type: ignore[no-any-return]
 
@@ -319,7 +339,7 @@ def get_context_block(session_id: str, label: str) -> Op[ContextBlock | None]:
     try:
         return wire.context_block((yield Call("GET", _route(session_id, "context", label))))
     except NotFoundError as error:
-        if str(error).startswith("Session "):
+        if not absent(error, "Block "):
             raise
         return None
 
@@ -371,14 +391,18 @@ def knowledge_page(label: str, limit: int, cursor: str | None) -> Op[Page[Search
 def knowledge_entry(label: str, key: str) -> Op[SearchEntry | None]:
     try:
         return wire.search_entry((yield Call("GET", path("knowledge", label, "entry"), params={"key": key})))
-    except NotFoundError:
+    except NotFoundError as error:
+        if not absent(error, "No entry "):
+            raise
         return None
 
 
 def delete_knowledge_entry(label: str, key: str) -> Op[bool]:
     try:
         yield Call("DELETE", path("knowledge", label, "entry"), params={"key": key}, idempotent=True)
-    except NotFoundError:
+    except NotFoundError as error:
+        if not absent(error, "No entry "):
+            raise
         return False
     return True
 
@@ -422,4 +446,4 @@ def call_tool(session_id: str, name: str, arguments: dict[str, Any]) -> Op[str]:
     return str((yield Call("POST", _route(session_id, "tools", name), body={"input": arguments}))["output"])
 
 
-__all__ = ["MAX_CHAIN", "Call", "Download", "Op", "Page", "Step", "collect", "path"]
+__all__ = ["MAX_CHAIN", "Call", "Download", "Op", "Page", "Step", "absent", "collect", "path"]

@@ -102,13 +102,17 @@ ERROR_STATUSES: Final[dict[int, type[ThreadloomError]]] = {
 }
 """Fallback by status, for answers without the envelope (an API Gateway or proxy refusal)."""
 
+EXCERPT: Final = 200
+"""How much of an answer that is not JSON an error message quotes."""
+
 
 class ServiceUnreachableError(StorageUnavailableError):
     """The API could not be reached (connection refused, reset, timed out) after every retry."""
 
 
 class HttpError(ThreadloomError):
-    """An answer no library exception describes (a 500, an unexpected status)."""
+    """An answer no library exception describes: a 500, an unexpected status, a redirect (``code``
+    ``"redirect"``: the client follows none), or a success whose body is not JSON (``"not_json"``)."""
 
     def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(message)
@@ -147,28 +151,77 @@ def parse_retry_after(value: str | None) -> float | None:
     return max(0.0, moment.timestamp() - time.time())
 
 
+def _json_body(response: httpx.Response) -> Any:
+    """The answer's JSON, or None when it is not JSON (a proxy's page, an empty body)."""
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
 def envelope(response: httpx.Response) -> tuple[str, str]:
     """The ``code`` and ``message`` of an ``{"error": {"code", "message"}}`` answer (empty when absent)."""
-    try:
-        body = response.json()
-    except ValueError:
-        return "", ""
+    body = _json_body(response)
     if isinstance(body, dict) and isinstance(body.get("error"), dict):
         return str(body["error"].get("code") or ""), str(body["error"].get("message") or "")
     return "", ""
 
 
+def answered(response: httpx.Response) -> str:
+    """``HTTP <status> from <method> <path>``: which request got which answer, for an error message."""
+    return f"HTTP {response.status_code} from {response.request.method} {response.request.url.path}"
+
+
 def error_for(response: httpx.Response) -> ThreadloomError:
-    """The typed exception for a 4xx/5xx answer, read from the error envelope."""
+    """The typed exception for a 4xx/5xx answer, read from the error envelope.
+
+    Without the envelope (an API Gateway or proxy refusal) the status decides, and the message keeps the
+    gateway's own ``{"message": ...}`` text. Every exception carries the answer's ``status`` and the
+    envelope's ``code`` (empty without it), as :class:`HttpError` does, so an operation can tell a
+    resource that is not stored (``not_found``) from a route that is not served (``route_not_found``).
+    """
     code, message = envelope(response)
-    message = message or f"HTTP {response.status_code} from {response.request.method} {response.request.url.path}"
+    if not message:
+        body = _json_body(response)
+        said = body.get("message") if isinstance(body, dict) and not code else None
+        message = f"{answered(response)}: {said}" if isinstance(said, str) and said else answered(response)
     kind = ERROR_CODES.get(code) or ERROR_STATUSES.get(response.status_code)
     if kind is None:
         return HttpError(response.status_code, code or "http_error", message)
+    error: ThreadloomError
     if kind is StaleVersionError:  # the envelope names the block's version now
         version = (response.json().get("error") or {}).get("currentVersion")
-        return StaleVersionError(message, current_version=int(version or 0), current_content=None)
-    return kind(message)
+        error = StaleVersionError(message, current_version=int(version or 0), current_content=None)
+    else:
+        error = kind(message)
+    vars(error).update(status=response.status_code, code=code)
+    return error
+
+
+def redirect_error(response: httpx.Response) -> HttpError:
+    """A 3xx the operation does not read itself: a proxy or load balancer sending the client elsewhere."""
+    location = response.headers.get("location")
+    to = f" to {location}" if location else ""
+    return HttpError(
+        response.status_code,
+        "redirect",
+        f"{answered(response)} redirects{to}; the client does not follow redirects: give it the API's own address",
+    )
+
+
+def decoded(response: httpx.Response) -> Any:
+    """The JSON of a successful answer (None when empty); an answer that is not JSON raises :class:`HttpError`."""
+    if not response.content:
+        return None
+    try:
+        return response.json()
+    except ValueError as error:
+        kind = response.headers.get("content-type") or "no content type"
+        excerpt = " ".join(response.text[:EXCERPT].split())
+        more = "..." if len(response.text) > EXCERPT else ""
+        raise HttpError(
+            response.status_code, "not_json", f"{answered(response)} is not JSON ({kind}): {excerpt}{more}"
+        ) from error
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,6 +278,8 @@ class Prepared:
             return retry.delay(attempt, outcome.headers.get("retry-after"))
         if status >= 400:
             raise error_for(outcome)
+        if status >= 300 and status not in self.call.redirects:  # httpx follows none; a 301 is no success
+            raise redirect_error(outcome)
         return outcome
 
 
@@ -247,7 +302,7 @@ def exchange(step: Step, retry: RetryPolicy) -> Wire[Any]:
         where = step.url.partition("?")[0]  # never the signature
         if isinstance(outcome, httpx.TransportError):
             raise ServiceUnreachableError(f"GET {where} failed: {outcome}") from outcome
-        if outcome.status_code >= 400:
+        if not outcome.is_success:  # a 3xx too (S3's 301 to another region): its body is no export file
             raise ServiceUnreachableError(f"GET {where} answered {outcome.status_code}")
         return outcome.content
     prepared = Prepared.of(step)
@@ -257,7 +312,7 @@ def exchange(step: Step, retry: RetryPolicy) -> Wire[Any]:
         if isinstance(settled, httpx.Response):
             if step.raw:
                 return settled
-            return settled.json() if settled.content else None
+            return decoded(settled)
         yield Sleep(settled)
         attempt += 1
 
@@ -403,9 +458,12 @@ __all__ = [
     "Sleep",
     "Transport",
     "Wire",
+    "answered",
+    "decoded",
     "envelope",
     "error_for",
     "exchange",
     "parse_retry_after",
     "plan",
+    "redirect_error",
 ]
