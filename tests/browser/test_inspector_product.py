@@ -206,7 +206,8 @@ def test_markdown_in_messages_and_summaries_is_rendered(page: Page, server: Serv
     server.manager.add_compaction(sid, "## Topic\n- first point\n- second point", "m3", "m4")
     page.open(f"/sessions/{sid}")
     body = page.css('article[data-message-id="m2"] .part-text')
-    assert body.find_element("css selector", "h2").text == "Route to Lisbon"
+    # "##" is an h4: a message's headings sit below the page's h1 and the conversation's h2
+    assert body.find_element("css selector", "h4").text == "Route to Lisbon"
     assert [li.text for li in body.find_elements("css selector", "ol li")] == [
         "Leave Porto at dawn",
         "Keep the coast to port",
@@ -218,7 +219,7 @@ def test_markdown_in_messages_and_summaries_is_rendered(page: Page, server: Serv
     assert link.get_attribute("href") == "https://example.org/chart"
     assert link.get_attribute("rel") == "noopener noreferrer nofollow" and link.get_attribute("target") == "_blank"
     summary = page.css("article.overlay .part-text")
-    assert summary.find_element("css selector", "h2").text == "Topic"
+    assert summary.find_element("css selector", "h4").text == "Topic"
     assert len(summary.find_elements("css selector", "ul li")) == 2
     # The stored text is still there, as it is, under Raw JSON
     raw = page.css('article[data-message-id="m2"] details.raw')

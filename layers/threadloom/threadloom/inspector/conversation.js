@@ -199,9 +199,8 @@ export class Conversation {
     this.total += added.length;
     this.pathLeafId = newLeaf;
     this.latestLeafId = newLeaf;
-    this.pointsOnPath = pointsOnPath(points, newLeaf);
+    this.pointsOnPath = pointsOnPath(points, newLeaf); // branch points of this path (see hiddenBranchPoints)
     this.branches = new Map();
-    this.pointsOnPath = null; // set below: branch points of this path (see hiddenBranchPoints)
     for (const point of points.branchPoints) {
       point.children.forEach((child, index) => this.branches.set(child.id, { parentId: point.parentId, index, siblings: point.children }));
     }

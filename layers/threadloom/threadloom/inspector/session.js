@@ -37,6 +37,7 @@ export async function renderSession(root, sessionId, focusMessageId) {
   document.title = `${session.name || session.id} · Threadloom inspector`;
 
   const title = h("h1", { id: "session-title" }, session.name || "(unnamed session)");
+  const crumbName = h("span", {}, session.name || session.id);
   const facts = h("dl", { class: "facts" });
   const meter = h("div", { class: "live", "aria-live": "polite", "aria-label": "Context size and compaction" });
   const renameButton = h("button", { type: "button" }, "Rename");
@@ -49,7 +50,7 @@ export async function renderSession(root, sessionId, focusMessageId) {
     h(
       "header",
       { class: "session-head" },
-      h("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, h("a", { href: "#/" }, "Sessions"), " › ", h("span", {}, session.name || session.id)),
+      h("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, h("a", { href: "#/" }, "Sessions"), " › ", crumbName),
       h("div", { class: "title-row" }, title, h("div", { class: "row" }, renameButton, deleteButton)),
       facts,
       meter,
@@ -79,12 +80,26 @@ export async function renderSession(root, sessionId, focusMessageId) {
   drawFacts();
 
   renameButton.addEventListener("click", () => {
+    if (!title.isConnected) return; // the form is already open
     const input = h("input", { value: session.name, "aria-label": "New name", maxlength: 1024 });
-    const form = h("form", { class: "row inline" }, input, h("button", { type: "submit", class: "primary" }, "Save"), h("button", { type: "button", onClick: () => title.replaceWith(titleRestore()) }, "Cancel"));
     const titleRestore = () => {
       title.textContent = session.name || "(unnamed session)";
+      crumbName.textContent = session.name || session.id;
+      document.title = `${session.name || session.id} · Threadloom inspector`;
       return title;
     };
+    // Cancel and Escape (as in the sessions list) close the form and give the focus back to Rename.
+    const close = () => {
+      if (!form.isConnected) return;
+      form.replaceWith(titleRestore());
+      renameButton.focus();
+    };
+    const form = h("form", { class: "row inline" }, input, h("button", { type: "submit", class: "primary" }, "Save"), h("button", { type: "button", onClick: close }, "Cancel"));
+    form.addEventListener("keydown", (event) => {
+      if (event.key !== "Escape") return;
+      event.preventDefault();
+      close();
+    });
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       await busy(form.querySelector("button[type=submit]"), async () => {
