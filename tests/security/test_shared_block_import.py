@@ -32,6 +32,9 @@ PROFILE = {
     "compaction": {"enabled": False},
 }
 VICTIM, ATTACKER = "victim-tenant", "attacker-tenant"
+ACT_FOR_USERS = ["threadloom/act-for-users"]
+"""The attacker's token may act for users, so that the file's subject is no obstacle: what is checked here is
+the tenant boundary (``test_import_subjects.py`` checks that a token without the scope imports no other user's)."""
 AT = "2026-01-01T11:00:00.000Z"
 
 
@@ -74,6 +77,7 @@ def test_planted_shared_blocks_land_only_in_the_importers_namespace(runtime: Run
         raw_body=sealed(planted()),
         tenant=ATTACKER,
         headers={"content-type": "application/x-ndjson"},
+        scopes=ACT_FOR_USERS,
     )
     # Then the attacker's import succeeds, into the attacker's own namespace
     assert status == 200, body
@@ -105,6 +109,7 @@ def test_a_label_the_profile_does_not_share_is_refused_over_http(runtime: Runtim
         raw_body=sealed(body),
         tenant=ATTACKER,
         headers={"content-type": "application/x-ndjson"},
+        scopes=ACT_FOR_USERS,
     )
     assert status == 400, answer
     assert "tenant block 'secrets' is not a tenant block" in answer["error"]["message"]

@@ -65,14 +65,16 @@ def test_the_import_answer_names_each_shared_block_and_counts_its_versions(runti
     }
     # And importing it as another tenant names each block written and counts the versions stored:
     # the file's four and one per block that records the import
+    # (a service token acting for users: the file is the source user's, and the target tenant's token is not theirs)
     headers = {"content-type": "application/x-ndjson"}
-    status, answer = call("POST", "/sessions/import", raw_body=text.encode(), tenant=TARGET, headers=headers)
+    service = {"tenant": TARGET, "headers": headers, "scopes": ["threadloom/act-for-users"]}
+    status, answer = call("POST", "/sessions/import", raw_body=text.encode(), **service)
     assert status == 200, answer
     assert len(answer["imported"]) == 1
     assert sorted(answer["sharedBlocksImported"]) == [f"subject/{SOURCE}/memory", "tenant/house"]
     assert answer["sharedBlocksUnchanged"] == [] and answer["sharedBlockVersions"] == 4 + 2
     # A second import writes nothing and says which blocks were already there
-    status, again = call("POST", "/sessions/import", raw_body=text.encode(), tenant=TARGET, headers=headers)
+    status, again = call("POST", "/sessions/import", raw_body=text.encode(), **service)
     assert status == 200, again
     assert again["sharedBlocksImported"] == [] and again["sharedBlockVersions"] == 0
     assert sorted(again["sharedBlocksUnchanged"]) == [f"subject/{SOURCE}/memory", "tenant/house"]

@@ -26,6 +26,7 @@ from threadloom.lifecycle import erase_subject as erase
 from threadloom.lifecycle import export_sessions, import_sessions
 from threadloom.lifecycle.derived import EXPORT_PREFIX, export_object_prefix, key_segment
 from threadloom.lifecycle.export_format import signing_key_from_environment
+from threadloom.lifecycle.tenant_data import SubjectNotAllowedError
 from threadloom.lifecycle.transfer import LegalHoldNotAllowedError
 
 if TYPE_CHECKING:
@@ -87,8 +88,14 @@ def inline_export_bytes(runtime: Runtime) -> int:
     return min(runtime.settings.export_inline_bytes, runtime.limits.max_response_bytes - RESPONSE_HEADROOM)
 
 
-def import_file(runtime: Runtime, tenant: str, stream: IO[bytes], *, admin: bool) -> ImportOut:
-    """Import as ``tenant``; only an ``admin`` (the admin scope) may bring in a session on legal hold, as for PATCH."""
+def import_file(
+    runtime: Runtime, tenant: str, stream: IO[bytes], *, admin: bool, acting_for: tuple[str | None] | None = None
+) -> ImportOut:
+    """Import as ``tenant``; only an ``admin`` (the admin scope) may bring in a session on legal hold, as for PATCH.
+
+    ``acting_for`` (the caller's subject, for a token that may not act for other users where the
+    profile has subject blocks, as ``POST /sessions`` decides): other subjects' sessions and blocks are a 403.
+    """
     writable = [block.label for block in runtime.profile.blocks if block.kind == "writable"]
     try:
         report = import_sessions(
@@ -103,8 +110,9 @@ def import_file(runtime: Runtime, tenant: str, stream: IO[bytes], *, admin: bool
                 b.label: b.scope for b in runtime.profile.blocks if b.kind == "writable" and b.scope != "session"
             },
             knowledge_labels=_search_labels(runtime),
+            acting_for=acting_for,
         )
-    except LegalHoldNotAllowedError as error:
+    except (LegalHoldNotAllowedError, SubjectNotAllowedError) as error:
         raise ForbiddenError(str(error)) from None
     logger.info(
         "sessions imported",
@@ -129,7 +137,9 @@ def import_file(runtime: Runtime, tenant: str, stream: IO[bytes], *, admin: bool
     )
 
 
-def import_from_bucket(runtime: Runtime, tenant: str, key: str, *, admin: bool) -> ImportOut:
+def import_from_bucket(
+    runtime: Runtime, tenant: str, key: str, *, admin: bool, acting_for: tuple[str | None] | None = None
+) -> ImportOut:
     """Import an export file from the export bucket; only keys under the tenant's own prefixes are read."""
     bucket = runtime.settings.export_bucket
     if not bucket:
@@ -146,7 +156,8 @@ def import_from_bucket(runtime: Runtime, tenant: str, key: str, *, admin: bool) 
             raise NotFoundError(f"No export file at {key!r}") from error
         raise StorageUnavailableError(f"Could not read {key!r} from the export bucket: {error}") from error
     with body:
-        return import_file(runtime, tenant, body, admin=admin)  # streamed: copied to a temporary file, not read whole
+        # streamed: copied to a temporary file, not read whole
+        return import_file(runtime, tenant, body, admin=admin, acting_for=acting_for)
 
 
 def delete_session(runtime: Runtime, tenant: str, session_id: str) -> None:

@@ -18,12 +18,39 @@ if TYPE_CHECKING:
     from collections.abc import Collection, Iterable, Iterator, Mapping
 
     from threadloom.lifecycle.protocols import LifecycleStorage
-    from threadloom.storage.snapshot import KnowledgeEntrySnapshot, SharedBlockSnapshot
+    from threadloom.storage.snapshot import KnowledgeEntrySnapshot, SessionSnapshot, SharedBlockSnapshot
 
 
 def shared_block_name(block: SharedBlockSnapshot) -> str:
     """How reports name a shared block: ``subject/<subject id>/<label>`` or ``tenant/<label>``."""
     return f"subject/{block.subject_id}/{block.key}" if block.scope == "subject" else f"tenant/{block.key}"
+
+
+class SubjectNotAllowedError(ValidationError):
+    """A file names a data subject the caller may not act for (the API: another user, without act-for-users)."""
+
+
+def check_subjects(
+    sessions: Iterable[SessionSnapshot], blocks: Iterable[SharedBlockSnapshot], caller: str | None
+) -> None:
+    """Refuse a session or a subject block of another subject than ``caller`` (none: a session without one).
+
+    As ``POST /sessions`` refuses ``subjectId`` of another user: a session of that subject reads and
+    writes the subject's shared memory, and a subject block would plant it, or tell by "unchanged"
+    against "conflict" whether a guess of it is right.
+    """
+    for snapshot in sessions:
+        if snapshot.subject_id is not None and snapshot.subject_id != caller:
+            raise SubjectNotAllowedError(
+                f"Session {snapshot.id!r} of the file belongs to another data subject, and acting for other users "
+                "needs the act-for-users scope; nothing was imported"
+            )
+    for block in blocks:
+        if block.scope == "subject" and block.subject_id != caller:
+            raise SubjectNotAllowedError(
+                f"The file carries the block {block.key!r} of another data subject, and acting for other users "
+                "needs the act-for-users scope; nothing was imported"
+            )
 
 
 def check_shared_labels(blocks: Iterable[SharedBlockSnapshot], scopes: Mapping[str, str]) -> None:

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field, replace
 from typing import IO, TYPE_CHECKING
 
 from threadloom.clock import utc_now
-from threadloom.core.keys import imported_session_id, is_minted_for
 from threadloom.errors import ConflictError, NotFoundError, ValidationError
 from threadloom.lifecycle.export_format import (
     MAX_BLOCK_VERSIONS,
@@ -36,9 +35,11 @@ from threadloom.lifecycle.export_format import (
     ExportWriter,
     snapshot_records,
 )
+from threadloom.lifecycle.id_plan import IdPlan
 from threadloom.lifecycle.tenant_data import (
     check_knowledge_labels,
     check_shared_labels,
+    check_subjects,
     knowledge_pages,
     plan_knowledge,
     plan_shared_blocks,
@@ -172,6 +173,7 @@ def import_sessions(
     legal_holds: bool = True,
     shared_block_scopes: Mapping[str, str] | None = None,
     knowledge_labels: Collection[str] | None = None,
+    acting_for: tuple[str | None] | None = None,
 ) -> ImportReport:
     """Validate the whole file, then write every new session in one transaction.
 
@@ -179,7 +181,7 @@ def import_sessions(
     writable blocks); a block of the file must then be one of those for its own session
     (``<label>_<session id>``) or the session's prompt, else nothing is imported. With
     ``signing_key``, only files signed with it are imported (unsigned or tampered: refused).
-    A session keeps its id only when it is the namespace's own; see :class:`_IdPlan`.
+    A session keeps its id only when it is the namespace's own; see :class:`IdPlan`.
     ``keep_ids`` is for a trusted operator moving a deployment (the CLI's ``--keep-ids``): every
     id is kept, and one held in another namespace is a conflict that says so. Never for a tenant.
     ``legal_holds=False`` (a caller who may not set holds): a new session on legal hold is refused
@@ -190,15 +192,19 @@ def import_sessions(
     content is unchanged, with other content a conflict; see ``tenant_data.plan_shared_blocks``.
     The file's knowledge entries are written into ``namespace`` likewise; ``knowledge_labels`` (the
     profile's ``search`` blocks) refuses any other label, and a label may not pass
-    ``limits.max_entries_per_tenant``; see ``tenant_data.plan_knowledge``.
+    ``limits.max_entries_per_tenant``; see ``tenant_data.plan_knowledge``. ``acting_for`` (a 1-tuple:
+    the caller's subject) refuses sessions and subject blocks of any other subject
+    (:class:`SubjectNotAllowedError`), as the API does for a token that may not act for other users.
     """
     with _seekable(stream) as source:
         start = source.tell()
         reader = ExportReader(source, limits, signing_key=signing_key)
-        plan = _IdPlan(storage, namespace, keep_ids=keep_ids)
+        plan = IdPlan(storage, namespace, keep_ids=keep_ids)
         for snapshot in reader.sessions():
             if block_labels is not None:
                 check_block_keys(snapshot, block_labels)
+            if acting_for is not None:
+                check_subjects((snapshot,), (), acting_for[0])
             plan.add(snapshot)
         if plan.held and not legal_holds:
             raise LegalHoldNotAllowedError(
@@ -206,6 +212,8 @@ def import_sessions(
                 "nothing was imported"
             )
         header = reader.header
+        if acting_for is not None:
+            check_subjects((), reader.shared_blocks, acting_for[0])
         if shared_block_scopes is not None:
             check_shared_labels(reader.shared_blocks, shared_block_scopes)
         shared = plan_shared_blocks(storage, namespace, reader.shared_blocks)
@@ -243,7 +251,7 @@ def import_sessions(
     )
 
 
-def _as_imported(block: SharedBlockSnapshot, plan: _IdPlan, source_namespace: str | None) -> SharedBlockSnapshot:
+def _as_imported(block: SharedBlockSnapshot, plan: IdPlan, source_namespace: str | None) -> SharedBlockSnapshot:
     """The block as the namespace stores it: the file's versions (their links to sessions kept only for
     sessions imported with the file, under their new ids), then one version made by this import."""
     targets = set(plan.fresh) | set(plan.present)
@@ -264,79 +272,6 @@ def _as_imported(block: SharedBlockSnapshot, plan: _IdPlan, source_namespace: st
     change = BlockChange(source="import", note=note[:200])
     versions.append(BlockVersion(number, block.content, len(block.content.encode()), now, change))
     return replace(block, version=number, updated_at=now, versions=versions[-MAX_BLOCK_VERSIONS:])
-
-
-class _IdPlan:
-    """The id each session of a file gets in the importing namespace, decided from that namespace alone.
-
-    An id is kept when the namespace holds it (the session is the caller's own: unchanged, or a
-    conflict) or when it was minted for the namespace and nobody holds it. Any other id (another
-    tenant's, a legacy or hand-written id nobody holds) is replaced by the id minted from the
-    namespace and the old id, so the same file imports to the same ids every time. Whether another
-    tenant holds an id never changes the answer (held elsewhere and held by nobody are renamed
-    alike), so an import reveals no other tenant's sessions.
-    """
-
-    def __init__(self, storage: LifecycleStorage, namespace: str, *, keep_ids: bool = False) -> None:
-        self._storage = storage
-        self._keep_ids = keep_ids
-        self._namespace = namespace
-        self._secret = storage.session_id_secret()
-        self._targets: dict[str, str] = {}
-        self.renames: dict[str, str] = {}
-        self.fresh: dict[str, None] = {}
-        self.present: dict[str, None] = {}
-        self.held: list[str] = []
-        """Ids in the file of the new sessions it places on legal hold."""
-        self.messages = 0
-
-    def add(self, snapshot: SessionSnapshot) -> None:
-        old = target = snapshot.id
-        owner = self._storage.session_namespace(old)
-        if self._keep_ids:
-            if owner not in (None, self._namespace):
-                raise ConflictError(
-                    f"Session {old!r} is held by namespace {owner!r}; its id cannot be kept (nothing was imported)"
-                )
-        elif not (owner == self._namespace or (owner is None and is_minted_for(self._secret, self._namespace, old))):
-            target = imported_session_id(self._secret, self._namespace, old)
-            self.renames[old] = target
-            owner = self._storage.session_namespace(target)
-        if target in self.fresh or target in self.present:
-            first = next(key for key, value in self._targets.items() if value == target)
-            raise ValidationError(
-                f"Sessions {first!r} and {old!r} of the file would both be imported as {target!r}; "
-                "import them from separate files (nothing was imported)"
-            )
-        self._targets[old] = target
-        if owner is None:
-            self.fresh[target] = None
-            self.messages += len(snapshot.messages)
-            if snapshot.legal_hold:
-                self.held.append(old)
-        elif owner == self._namespace:
-            self.present[target] = None
-        else:
-            # Only a trusted library caller choosing this very id can get here (it needs the secret)
-            raise ConflictError(f"Session {old!r} cannot be imported as {target!r}; nothing was imported")
-
-    def target(self, session_id: str) -> str | None:
-        """The id a session of the file is imported under (None: not in the file)."""
-        return self._targets.get(session_id)
-
-    def renamed(self, snapshot: SessionSnapshot) -> SessionSnapshot:
-        """``snapshot`` under its id in the namespace, with its block keys and its parent to match."""
-        old, new = snapshot.id, self._targets[snapshot.id]
-        parent = snapshot.parent_session_id
-        if parent is not None and not self._keep_ids:
-            if parent in self._targets:
-                parent = self._targets[parent]
-            elif self._storage.session_namespace(parent) != self._namespace:
-                parent = None  # a parent outside the file and the namespace is no parent here
-        if new == old and parent == snapshot.parent_session_id:
-            return snapshot
-        blocks = [replace(block, key=block.key[: len(block.key) - len(old)] + new) for block in snapshot.blocks]
-        return replace(snapshot, id=new, parent_session_id=parent, blocks=blocks)
 
 
 def _check_unchanged(

@@ -22,6 +22,7 @@ from .common import (
     manager,
     new_router,
     responses,
+    subject,
     tenant,
 )
 
@@ -87,7 +88,8 @@ def export_session(
 )
 def import_upload() -> ImportOut:
     body = router.current_event.decoded_body or ""
-    return data_lifecycle.import_file(get_runtime(), tenant(router), io.BytesIO(body.encode("utf-8")), admin=_admin())
+    stream = io.BytesIO(body.encode("utf-8"))
+    return data_lifecycle.import_file(get_runtime(), tenant(router), stream, admin=_admin(), acting_for=_acting_for())
 
 
 @router.post(
@@ -98,7 +100,20 @@ def import_upload() -> ImportOut:
     responses=responses(200, ImportOut, "What was imported and what was already there", *ANY, 403, 404, 409, *BODY),
 )
 def import_from_s3(body: Annotated[ImportFromS3, Body()]) -> ImportOut:
-    return data_lifecycle.import_from_bucket(get_runtime(), tenant(router), body.key, admin=_admin())
+    return data_lifecycle.import_from_bucket(
+        get_runtime(), tenant(router), body.key, admin=_admin(), acting_for=_acting_for()
+    )
+
+
+def _acting_for() -> tuple[str | None] | None:
+    """The caller's subject when the file may hold no other (as ``POST /sessions`` decides); None: any subject."""
+    authorizer = router.current_event.request_context.authorizer
+    runtime = get_runtime()
+    if not runtime.profile.has_subject_blocks or data_lifecycle.has_scope(
+        authorizer.jwt_scopes, authorizer.jwt_claim, runtime.settings.act_for_users_scope
+    ):
+        return None
+    return (subject(router),)
 
 
 def _admin() -> bool:
