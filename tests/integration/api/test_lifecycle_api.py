@@ -79,6 +79,29 @@ def test_sessions_record_their_subject_and_hold(tmp_path: Path) -> None:
     assert call("PATCH", "/sessions/nope", {"legalHold": True})[0] == 403  # the scope first: nothing is revealed
 
 
+def test_a_session_on_legal_hold_is_neither_deleted_nor_cleared_until_released(tmp_path: Path) -> None:
+    """A hold keeps a session from retention; through the API it also keeps it from deletion and from
+    clearing, which a token without the admin scope could otherwise do to what the hold preserves."""
+    seeded_runtime(tmp_path)
+    admin = ["threadloom/admin"]
+    created = json.loads(call("POST", "/sessions", {"name": "Evidence"})[2])
+    path = f"/sessions/{created['id']}"
+    message = {"message": {"id": "m1", "role": "user", "parts": [{"type": "text", "text": "keep me"}]}}
+    assert call("POST", f"{path}/messages", message)[0] == 201
+    assert call("PATCH", path, {"legalHold": True}, scopes=admin)[0] == 200
+    for method, target in (("DELETE", path), ("POST", f"{path}/clear")):
+        status, _, body = call(method, target)
+        error = json.loads(body)["error"]
+        assert status == 409 and error["code"] == "conflict" and "legal hold" in error["message"], body
+    history = json.loads(call("GET", f"{path}/history")[2])
+    assert [item["id"] for item in history["messages"]] == ["m1"]  # nothing was cleared or deleted
+    # Control: released, the same token clears and deletes it
+    assert call("PATCH", path, {"legalHold": False}, scopes=admin)[0] == 200
+    assert call("POST", f"{path}/clear")[0] == 200
+    assert call("DELETE", path)[0] == 200
+    assert call("GET", path)[0] == 404
+
+
 def test_export_then_import_the_upload(tmp_path: Path) -> None:
     runtime = seeded_runtime(tmp_path)[0]
     status, headers, exported = call("GET", f"/sessions/{SESSION}/export")

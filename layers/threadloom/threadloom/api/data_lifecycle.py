@@ -21,7 +21,7 @@ from threadloom.api.exceptions import ForbiddenError
 from threadloom.api.models import ErasureReceiptOut, ExportLink, ImportOut
 from threadloom.api.observability import logger
 from threadloom.api.tenancy import has_scope, require_scope
-from threadloom.errors import NotFoundError, StorageUnavailableError, ValidationError
+from threadloom.errors import ConflictError, NotFoundError, StorageUnavailableError, ValidationError
 from threadloom.lifecycle import erase_subject as erase
 from threadloom.lifecycle import export_sessions, import_sessions
 from threadloom.lifecycle.derived import EXPORT_PREFIX, export_object_prefix, key_segment
@@ -163,8 +163,13 @@ def import_from_bucket(
 def delete_session(runtime: Runtime, tenant: str, session_id: str) -> None:
     """``DELETE /sessions/{id}``: the session's rows and what it left outside the database (prompt cache, exports…)."""
     manager = runtime.manager(tenant)
-    if manager.get(session_id) is None:
+    info = manager.get(session_id)
+    if info is None:
         raise NotFoundError(f"Session {session_id!r} not found")
+    if info.legal_hold:  # what a hold keeps from retention, a token without the admin scope may not delete
+        raise ConflictError(
+            f"Session {session_id!r} is on legal hold; release the hold (admin scope) before deleting it"
+        )
     for eraser in runtime.lifecycle_erasers():
         eraser.erase_session(tenant, session_id)
     if not manager.delete(session_id):

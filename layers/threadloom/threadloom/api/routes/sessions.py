@@ -128,7 +128,7 @@ def rename_session(sessionId: str, body: Annotated[SessionRename, Body()]) -> Se
     summary="Delete a session and everything derived from it",
     tags=["sessions"],
     operation_id="deleteSession",
-    responses=responses(200, Deleted, "Deleted", *SESSION),
+    responses=responses(200, Deleted, "Deleted", *SESSION, 409),
 )
 def delete_session(sessionId: str) -> Deleted:
     data_lifecycle.delete_session(get_runtime(), tenant(router), sessionId)

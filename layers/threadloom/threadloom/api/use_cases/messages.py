@@ -23,7 +23,7 @@ from threadloom.api.paging import (
     page_size,
 )
 from threadloom.api.use_cases.common import require_message
-from threadloom.errors import NotFoundError, ValidationError
+from threadloom.errors import ConflictError, NotFoundError, ValidationError
 from threadloom.records import OMITTED
 
 if TYPE_CHECKING:
@@ -138,4 +138,8 @@ def leaf(manager: SessionManager, session_id: str) -> LeafOut:
 
 
 def clear(manager: SessionManager, session_id: str) -> None:
+    """Delete every message, unless the session is on legal hold (a hold keeps what it holds)."""
+    info = manager.get(session_id)
+    if info is not None and info.legal_hold:
+        raise ConflictError(f"Session {session_id!r} is on legal hold; release the hold (admin scope) to clear it")
     manager.clear_messages(session_id)
