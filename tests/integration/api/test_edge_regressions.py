@@ -114,6 +114,31 @@ def test_idempotency_records_cannot_be_forged_by_a_claim(tmp_path: Path) -> None
     assert forged[1]["id"] != first[1]["id"]
 
 
+def test_two_users_of_one_tenant_sending_the_same_key_get_their_own_answers(tmp_path: Path) -> None:
+    """Seen: the record was scoped by tenant and route, so a second user of the tenant sending the same key and
+    body got the first user's answer back: their session, with its id and subject."""
+    with mock_aws():
+        boto3.client("dynamodb", region_name="us-east-1").create_table(
+            TableName="idem",
+            BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+        )
+        seeded_runtime(tmp_path, idempotency_table="idem", tenant_claim="tenant")
+
+        def create(user: str) -> tuple[int, Any]:
+            event = gateway_event("POST", "/sessions", {"name": "Notes"}, headers={"idempotency-key": "request-1"})
+            claims = event["requestContext"]["authorizer"]["jwt"]["claims"]
+            claims.update({"tenant": "acme", "sub": user})
+            return invoke(event)
+
+        ann, bob, ann_again = create("ann"), create("bob"), create("ann")
+    assert ann[0] == bob[0] == ann_again[0] == 201
+    assert (ann[1]["subjectId"], bob[1]["subjectId"]) == ("ann", "bob")
+    assert bob[1]["id"] != ann[1]["id"]
+    assert ann_again[1]["id"] == ann[1]["id"]  # control: the same user's retry is still a replay
+
+
 # ------------------------------------------------------------- 5xx → 4xx
 
 

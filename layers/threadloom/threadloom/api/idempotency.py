@@ -1,8 +1,8 @@
 """``Idempotency-Key`` support for writes, through Powertools idempotency on a DynamoDB table.
 
-The key is scoped by tenant and route through :func:`record_key`, a SHA-256 of the
-length-prefixed tuple ``(tenant, method, path, key)``: no tenant claim, path or key
-can be chosen to spell another tenant's record (a plain ``tenant#METHOD path#key``
+The key is scoped by tenant, caller and route through :func:`record_key`, a SHA-256 of the
+length-prefixed tuple ``(tenant, subject, method, path, key)``: no tenant claim, subject, path or key
+can be chosen to spell another tenant's or user's record (a plain ``tenant#METHOD path#key``
 let the claim ``tenant-a#POST /sessions`` replay tenant ``tenant-a``'s answers).
 The request body is hashed into the record (``payload_validation_jmespath``), so the
 same key with another body raises ``IdempotencyKeyReusedError`` (HTTP 409). Without ``THREADLOOM_IDEMPOTENCY_TABLE``

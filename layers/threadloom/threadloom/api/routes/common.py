@@ -134,14 +134,16 @@ def json_response(status: int, body: BaseModel | dict[str, Any]) -> Response[Any
 def idempotent_write(
     router: APIGatewayHttpRouter, key: str | None, payload: Any, run: Callable[[], tuple[int, BaseModel]]
 ) -> Response[Any]:
-    """Run a write once per ``Idempotency-Key`` (per tenant and route); a replay answers the stored outcome."""
+    """Run a write once per ``Idempotency-Key`` (per tenant, caller's subject and route); a replay answers the
+    stored outcome. The subject is part of the scope: two users of one tenant sending the same key (a client
+    library's counter, say) would otherwise get each other's answers, a session of the other user included."""
 
     def outcome() -> tuple[int, dict[str, Any]]:
         status, body = run()
         return status, body.model_dump(mode="json", by_alias=True)
 
     event = router.current_event
-    scope = (tenant(router), event.request_context.http.method, event.raw_path)
+    scope = (tenant(router), subject(router) or "", event.request_context.http.method, event.raw_path)
     status, body = run_idempotent(
         get_runtime().settings.idempotency_table, key, scope=scope, payload=payload, run=outcome
     )
