@@ -62,6 +62,18 @@ def backend_store(request: Any) -> Any:
     return None
 
 
+def create_idempotency_table(name: str) -> None:
+    """The idempotency table as the template makes it (inside a moto context): the record id is the key."""
+    import boto3
+
+    boto3.client("dynamodb", region_name="us-east-1").create_table(
+        TableName=name,
+        BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+    )
+
+
 def seeded_runtime(tmp_path: Path, store: Any = None, **settings: Any) -> tuple[Runtime, RecordingQueue]:
     """A fresh runtime (SQLite unless ``store`` is given): ``s-demo`` (4 messages) and ``s-other`` of ``user-123``."""
     skills = tmp_path / "skills"

@@ -12,12 +12,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import boto3
 import pytest
 from moto import mock_aws
 from threadloom.api.runtime import Runtime, set_runtime
 
-from tests.support.api import call, gateway_event, invoke, seeded_runtime, text
+from tests.support.api import call, create_idempotency_table, gateway_event, invoke, seeded_runtime, text
 
 SID = "s-demo"
 
@@ -96,12 +95,7 @@ def test_odd_claims_never_reach_the_catalogue_or_escape(tmp_path: Path, claim: s
 def test_idempotency_records_cannot_be_forged_by_a_claim(tmp_path: Path) -> None:
     """Seen: records keyed ``tenant#METHOD path#key`` let the claim ``tenant-a#POST /sessions`` replay A's answer."""
     with mock_aws():
-        boto3.client("dynamodb", region_name="us-east-1").create_table(
-            TableName="idem",
-            BillingMode="PAY_PER_REQUEST",
-            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        )
+        create_idempotency_table("idem")
         seeded_runtime(tmp_path, idempotency_table="idem")
         key = {"idempotency-key": "POST /sessions#k"}
         first = call("POST", "/sessions", {"name": "A"}, tenant="tenant-a", headers=key)
@@ -118,12 +112,7 @@ def test_two_users_of_one_tenant_sending_the_same_key_get_their_own_answers(tmp_
     """Seen: the record was scoped by tenant and route, so a second user of the tenant sending the same key and
     body got the first user's answer back: their session, with its id and subject."""
     with mock_aws():
-        boto3.client("dynamodb", region_name="us-east-1").create_table(
-            TableName="idem",
-            BillingMode="PAY_PER_REQUEST",
-            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-        )
+        create_idempotency_table("idem")
         seeded_runtime(tmp_path, idempotency_table="idem", tenant_claim="tenant")
 
         def create(user: str) -> tuple[int, Any]:
