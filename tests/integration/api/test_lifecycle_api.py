@@ -200,6 +200,18 @@ def test_a_large_export_goes_through_s3_and_imports_back(tmp_path: Path) -> None
         assert outside[0] == 400
         missing = call("POST", "/sessions/import-from-s3", {"key": f"imports/{TENANT}/none.jsonl"})
         assert missing[0] == 404
+        # Deployed, the function may list the bucket only under a prefix GetObject does not name, so S3 answers
+        # a missing key with AccessDenied (moto answers NoSuchKey): still a 404, not a 503 "storage unavailable"
+        from botocore.exceptions import ClientError
+        from threadloom.lifecycle.derived import aws_client
+
+        def as_s3_without_listing(params: dict[str, Any], **_: Any) -> None:
+            if params.get("Key", "").endswith("none.jsonl"):
+                raise ClientError({"Error": {"Code": "AccessDenied", "Message": "Access Denied"}}, "GetObject")
+
+        aws_client("s3").meta.events.register("before-parameter-build.s3.GetObject", as_s3_without_listing)
+        denied = call("POST", "/sessions/import-from-s3", {"key": f"imports/{TENANT}/none.jsonl"})
+        assert denied[0] == 404 and "No export file at" in json.loads(denied[2])["error"]["message"]
 
 
 def test_erasure_needs_the_admin_scope(tmp_path: Path) -> None:

@@ -154,6 +154,10 @@ def import_from_bucket(
         code = getattr(error, "response", {}).get("Error", {}).get("Code")
         if code in ("NoSuchKey", "404"):
             raise NotFoundError(f"No export file at {key!r}") from error
+        if code == "AccessDenied":
+            # S3 answers a missing key with AccessDenied to a role that may not list the bucket (the function's
+            # listing is limited to a prefix, which GetObject does not name); the key is the tenant's own prefix
+            raise NotFoundError(f"No export file at {key!r} that this deployment may read") from error
         raise StorageUnavailableError(f"Could not read {key!r} from the export bucket: {error}") from error
     with body:
         # streamed: copied to a temporary file, not read whole
