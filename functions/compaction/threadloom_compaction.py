@@ -1,7 +1,8 @@
 """Compaction Lambda: SQS FIFO records, each a ``CompactionRequest``, handed to the compaction worker (contract D9).
 
 A request of kind ``reflection`` goes to the reflection worker instead (``threadloom.api.background``), and a
-compaction that stored an overlay queues a reflection when the profile's ``reflection.after_compaction`` is on.
+compaction that stored an overlay queues a reflection when the profile's ``reflection.after_compaction`` is on
+(a redelivered one too, whose overlay is already stored, so a failed send of that reflection is retried).
 
 A failing record fails only the rest of its own message group (its session), which SQS redelivers, and after the
 queue's maxReceiveCount moves to the dead-letter queue; the other sessions of the batch proceed.
@@ -62,7 +63,9 @@ def record_handler(record: SQSRecord) -> str:
         if request.kind == "reflection":
             return _reflect(request)
         outcome = get_worker().handle(request)
-        if outcome is CompactionOutcome.COMPACTED:
+        # A duplicate too: a redelivery after the reflection's own send failed must not lose it (a reflection
+        # asked for twice reads nothing new the second time)
+        if outcome in (CompactionOutcome.COMPACTED, CompactionOutcome.DUPLICATE):
             _runtime_jobs().reflect_after_compaction(request)
     except Exception as error:
         metrics.add_metric(name="CompactionsFailed", unit=MetricUnit.Count, value=1)

@@ -113,6 +113,40 @@ def test_append_past_threshold_enqueues_and_the_lambda_compacts_once(
     assert emitted_metrics(capsys.readouterr().out)["CompactionsSkipped"] == 1
 
 
+def test_a_reflection_after_a_compaction_is_queued_again_when_its_first_send_failed(
+    make_store: Callable[[], Any],
+    sqs: SQSClient,
+    fifo_queue: str,
+    compaction_lambda: CompactionLambda,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The overlay commits, then queueing the reflection fails: SQS redelivers, the worker finds the overlay
+    stored (``duplicate``), and the reflection is asked for again rather than lost."""
+    from aws_lambda_powertools.utilities.batch.exceptions import BatchProcessingError
+    from threadloom.errors import StorageUnavailableError
+
+    api = api_manager(make_store(), SqsCompactionQueue(fifo_queue, client=sqs))
+    worker = worker_manager(make_store())
+    compaction_lambda.use_managers(lambda namespace: worker)
+    session_id = api.create("Long chat").id
+    append_until_enqueued(api, session_id)
+    event = event_from_messages(receive(sqs, fifo_queue), queue_arn(sqs, fifo_queue))
+    asked: list[str] = []
+
+    class Jobs:
+        def reflect_after_compaction(self, request: CompactionRequest) -> None:
+            asked.append(request.session_id)
+            if len(asked) == 1:
+                raise StorageUnavailableError("The queue is unavailable")
+
+    monkeypatch.setattr(compaction_lambda.module, "_runtime_jobs", Jobs)
+    with pytest.raises(BatchProcessingError):  # the batch's one record failed: SQS redelivers it
+        compaction_lambda.invoke(event)
+    assert compaction_lambda.invoke(event) == {"batchItemFailures": []}
+    assert asked == [session_id, session_id]
+    assert len(api.get_compactions(session_id)) == 1
+
+
 def test_the_same_trigger_sent_twice_is_collapsed_by_the_fifo_queue(
     make_store: Callable[[], Any], sqs: SQSClient, fifo_queue: str
 ) -> None:
