@@ -632,7 +632,8 @@ def test_a_block_write_is_one_statement_with_its_version_and_the_pruning(
 def test_clearing_a_session_checks_and_stamps_it_in_the_clears_transaction(runtime: Runtime) -> None:
     """``POST /sessions/{id}/clear`` read the session, cleared it in a transaction of a statement a round trip,
     re-rendered the prompt and stamped the session after: fourteen round trips. The stamp now opens the clear's
-    transaction (a session deleted meanwhile gets nothing written) and the removals go together: ten."""
+    transaction (a session deleted meanwhile gets nothing written) and the removals go together: ten, and one
+    more since the use case reads the session's legal hold first (a held session is not cleared)."""
     from threadloom.api.use_cases.messages import clear
 
     manager = runtime.manager("tenant")
@@ -643,13 +644,14 @@ def test_clearing_a_session_checks_and_stamps_it_in_the_clears_transaction(runti
     newer = manager.create("newer").id
     with RoundTrips().counting() as sent:
         clear(manager, session_id)
-    assert len(sent) == 10, sent  # and then the prompt re-rendered and stored, loaded skills forgotten, the estimate
-    assert sent[0].startswith("START") and "UPDATE threadloom_sessions" in sent[1], sent
+    assert len(sent) == 11, sent  # and then the prompt re-rendered and stored, loaded skills forgotten, the estimate
+    assert sent[0].startswith("SELECT SELECT id, name"), sent  # the session's record, with its hold, by its key
+    assert sent[1].startswith("START") and "UPDATE threadloom_sessions" in sent[2], sent
     assert any(statement.startswith("BATCH DELETE FROM threadloom_messages") for statement in sent), sent
     assert manager.get_history(session_id) == [] and manager.list()[0].id == session_id != newer
     with RoundTrips().counting() as sent, pytest.raises(SessionNotFoundError):
         clear(runtime.manager("other"), session_id)
-    assert len(sent) == 3, sent  # start, the stamp finds no row in that namespace, rollback
+    assert len(sent) == 4, sent  # the hold (no row), start, the stamp finds no row in that namespace, rollback
 
 
 def test_the_frozen_prompt_through_the_api_is_one_statement_with_the_tenant_check(runtime: Runtime) -> None:
