@@ -60,6 +60,7 @@ class Script:
     def __init__(self, *answers: tuple[int, dict[str, str], Any] | str) -> None:
         self.answers = list(answers)
         self.seen: list[tuple[str, str, dict[str, str]]] = []
+        self.bodies: list[bytes] = []
 
 
 @contextmanager
@@ -69,7 +70,7 @@ def scripted_server(script: Script) -> Iterator[str]:
 
         def _answer(self) -> None:
             length = int(self.headers.get("content-length") or 0)
-            self.rfile.read(length)
+            script.bodies.append(self.rfile.read(length))
             script.seen.append((self.command, self.path, {k.lower(): v for k, v in self.headers.items()}))
             answer = script.answers.pop(0) if script.answers else (200, {}, SESSION)
             if answer == "drop":  # the request arrived; the answer never does

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
@@ -24,7 +25,7 @@ from threadloom.api.exceptions import ForbiddenError, PayloadTooLargeError
 from threadloom.client import ThreadloomClient
 from threadloom.core.manager import SessionManager
 
-from tests.client.servers import PROFILE, msg
+from tests.client.servers import PROFILE, Script, msg, scripted_server
 from tests.support.lifecycle import NO_SHARED_BLOCKS_OR_KNOWLEDGE
 from tests.support.local_server import local_server
 
@@ -250,6 +251,17 @@ def test_erasing_a_subject_needs_the_admin_scope(client: ThreadloomClient) -> No
     # The local server's requests carry no scopes, so the API refuses and the client says why
     with pytest.raises(ForbiddenError, match="scope"):
         client.erase_subject("customer-42")
+
+
+def test_a_subject_is_named_in_the_body_so_any_id_can_be_erased() -> None:
+    """A subject id may hold ``/``, ``?`` or ``#``, which no URL path carries: the client sends it in the body."""
+    receipt = {"namespace": "t", "subjectId": "a/b?c#d", "counts": {}, "erasedAt": "x", "digest": "d"}
+    script = Script((200, {}, receipt))
+    with scripted_server(script) as url, ThreadloomClient(url) as client:
+        assert client.erase_subject("a/b?c#d") == receipt
+    [(method, path, _)] = script.seen
+    assert (method, path) == ("POST", "/subjects/erase")
+    assert json.loads(script.bodies[0]) == {"subjectId": "a/b?c#d"}
 
 
 def test_a_large_export_is_followed_to_its_presigned_url_without_credentials() -> None:

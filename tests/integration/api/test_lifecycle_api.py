@@ -223,6 +223,23 @@ def test_erasure_needs_the_admin_scope(tmp_path: Path) -> None:
     assert call("GET", f"/sessions/{SESSION}")[0] == 200
 
 
+@pytest.mark.parametrize("subject", ["a/b", "a?b", "a#b", 'a"b', "a\\b", "auth0|42"])
+def test_a_subject_a_path_cannot_carry_is_erased_by_naming_it_in_the_body(tmp_path: Path, subject: str) -> None:
+    """A JWT ``sub`` may hold ``/``, ``?`` or ``#``, which ``/subjects/{subjectId}/erase`` cannot carry (no route,
+    or the edge refuses the path); ``POST /subjects/erase`` takes it in the body, with the same scope."""
+    seeded_runtime(tmp_path)
+    created = json.loads(call("POST", "/sessions", {"name": "odd", "subjectId": subject})[2])
+    kept = json.loads(call("POST", "/sessions", {"name": "other", "subjectId": "someone-else"})[2])
+    assert call("POST", "/subjects/erase", {"subjectId": subject})[0] == 403  # the admin scope first
+    status, _, body = call("POST", "/subjects/erase", {"subjectId": subject}, scopes=["threadloom/admin"])
+    receipt = json.loads(body)
+    assert status == 200 and receipt["subjectId"] == subject and receipt["counts"]["sessions"] == 1, body
+    assert call("GET", f"/sessions/{created['id']}")[0] == 404
+    assert call("GET", f"/sessions/{kept['id']}")[0] == 200
+    refused = call("POST", "/subjects/erase", {"subjectId": ""}, scopes=["threadloom/admin"])
+    assert refused[0] in (400, 422) and "subjectId" in refused[2]
+
+
 def test_erasure_removes_the_subject_everywhere_and_is_audited(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -198,6 +198,12 @@ class ImportOut(ApiModel):
     )
 
 
+class SubjectErase(ApiModel):
+    """``POST /subjects/erase``: the subject in the body, for an id a URL path cannot carry (``/``, ``?``, ``#``)."""
+
+    subject_id: Annotated[str, Field(min_length=1, max_length=1024)]
+
+
 class ErasureReceiptOut(ApiModel):
     """What a subject erasure removed, per kind; ``digest`` covers the removed ids without listing them."""
 

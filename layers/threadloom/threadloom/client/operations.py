@@ -213,7 +213,8 @@ def import_from_s3(key: str) -> Op[dict[str, Any]]:
 
 
 def erase_subject(subject_id: str) -> Op[dict[str, Any]]:
-    return dict((yield Call("POST", path("subjects", subject_id, "erase"), idempotent=True)))
+    """In the body: a subject id may hold what a URL path cannot carry (``/``, ``?``, ``#``)."""
+    return dict((yield Call("POST", "/subjects/erase", body={"subjectId": subject_id}, idempotent=True)))
 
 
 # ----------------------------------------------------------------- messages

@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from threadloom.api import data_lifecycle
-from threadloom.api.models import ErasureReceiptOut, ErrorOut, ExportLink, ImportFromS3, ImportOut
+from threadloom.api.models import ErasureReceiptOut, ErrorOut, ExportLink, ImportFromS3, ImportOut, SubjectErase
 from threadloom.api.runtime import get_runtime
 from threadloom.api.use_cases.common import require_session
 
@@ -130,9 +130,25 @@ def _admin() -> bool:
     responses=responses(200, ErasureReceiptOut, "The erasure receipt", *ANY, 403, 404),
 )
 def erase_subject(subjectId: str) -> ErasureReceiptOut:
+    return _erase(subjectId)
+
+
+@router.post(
+    "/subjects/erase",
+    summary="Erase a data subject named in the body, for an id a path cannot carry (admin scope)",
+    tags=["lifecycle"],
+    operation_id="eraseSubjectNamedInBody",
+    responses=responses(200, ErasureReceiptOut, "The erasure receipt", *ANY, 403, *BODY),
+)
+def erase_subject_named_in_body(body: Annotated[SubjectErase, Body()]) -> ErasureReceiptOut:
+    return _erase(body.subject_id)
+
+
+def _erase(subject_id: str) -> ErasureReceiptOut:
+    """The scope first (a caller without it learns nothing), then the erasure, audited by the operator's ``sub``."""
     authorizer = router.current_event.request_context.authorizer
     data_lifecycle.require_scope(authorizer.jwt_scopes, authorizer.jwt_claim, get_runtime().settings.admin_scope)
     operator = (authorizer.jwt_claim or {}).get("sub")
     return data_lifecycle.erase_subject(
-        get_runtime(), tenant(router), subjectId, operator=operator if isinstance(operator, str) else None
+        get_runtime(), tenant(router), subject_id, operator=operator if isinstance(operator, str) else None
     )
