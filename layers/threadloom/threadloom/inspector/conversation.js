@@ -1,6 +1,7 @@
 // The conversation root → leaf: loaded page by page, rendered chunk by chunk (only what is near the
-// viewport is in the DOM), with a branch switcher at every message that has siblings and compaction
-// overlays that expand to the original messages they replace.
+// viewport is in the DOM; the feed's children are the message articles themselves), with a branch
+// switcher at every message that has siblings and compaction overlays that expand to the original
+// messages they replace.
 
 import { api, describe } from "./api.js";
 import { clear, fmtNumber, h } from "./dom.js";
@@ -9,6 +10,7 @@ import { COMPACTION_PREFIX, isOverlay, messageMeta, rawJson, renderParts } from 
 const CHUNK = 40; // messages per rendered chunk
 const PAGE = 200; // messages per history request (the API's maximum page)
 const ESTIMATED_HEIGHT = 120; // px per message before anything was measured
+const MARGIN = 800; // px above and below the viewport kept rendered
 
 /** The ids of the branch points on the path to `leafId`: one of their children has it as its latest leaf. */
 function pointsOnPath(points, leafId) {
@@ -27,6 +29,9 @@ export class Conversation {
     this.expanded = new Map(); // overlay id → originals (or a pending promise)
     this.generation = 0;
     this.measured = { height: 0, count: 0 };
+    this.busy = 0; // page loads in flight (the feed is aria-busy meanwhile)
+    this.busyTarget = -1;
+    this.loadTarget = -1;
     this.build();
     this.load({ scrollTo: focusMessageId ? "focus" : "top" });
   }
@@ -47,22 +52,26 @@ export class Conversation {
       "aria-busy": "true",
     });
     this.scroller.addEventListener("keydown", (event) => this.onKey(event));
+    this.scroller.addEventListener("scroll", () => this.schedule(), { passive: true });
+    // A click (originals shown or hidden), a raw JSON toggle or a loaded image may resize a message
+    for (const type of ["click", "toggle", "load"]) this.scroller.addEventListener(type, () => this.schedule(), true);
+    this.loadingNote = h("p", { class: "feed-loading muted small", hidden: true });
     this.root.append(
       h("div", { class: "conv-head" }, this.heading, h("div", { class: "row" }, this.topButton, this.endButton, this.latestButton, this.staleButton)),
       this.info,
       h("p", { class: "muted small hint" }, "Keys: J / K move between messages, Home / End jump, ‹ › switch branches."),
       this.error,
-      this.scroller,
+      h("div", { class: "feed-wrap" }, this.scroller, this.loadingNote),
     );
-    this.observer = new IntersectionObserver((entries) => this.onIntersect(entries), {
-      root: this.scroller,
-      rootMargin: "800px 0px",
-    });
+    this.resizeObserver = new ResizeObserver(() => this.schedule());
+    this.resizeObserver.observe(this.scroller);
   }
 
   destroy() {
     this.generation++;
-    this.observer.disconnect();
+    this.resizeObserver.disconnect();
+    if (this.frame) cancelAnimationFrame(this.frame);
+    this.frame = 0;
   }
 
   setError(error) {
@@ -76,6 +85,10 @@ export class Conversation {
     const generation = ++this.generation;
     const previousTop = this.scroller.scrollTop;
     const atBottom = this.scroller.scrollTop + this.scroller.clientHeight >= this.scroller.scrollHeight - 40;
+    this.busy = 0; // loads of an earlier generation no longer count
+    this.busyTarget = -1;
+    this.loadTarget = -1;
+    this.loadingNote.hidden = true;
     this.scroller.setAttribute("aria-busy", "true");
     let first;
     let points;
@@ -115,7 +128,7 @@ export class Conversation {
     this.staleButton.hidden = true;
     this.buildChunks();
     this.describePath();
-    this.scroller.setAttribute("aria-busy", "false");
+    this.showBusy();
     if (scrollTo === "focus" && this.focusMessageId) this.scrollToIndex(this.total - 1, { focus: true, highlight: true });
     else if (scrollTo === "end" || (scrollTo === "keep" && atBottom && this.total)) this.scrollToIndex(this.total - 1);
     else if (typeof scrollTo === "number") this.scrollToIndex(Math.min(scrollTo, this.total - 1), { focus: true, focusSwitcher: true });
@@ -146,7 +159,7 @@ export class Conversation {
   }
 
   async refreshOnce() {
-    if (this.leafId || !this.chunks) return this.load({ scrollTo: "keep" });
+    if (this.leafId || !this.heights) return this.load({ scrollTo: "keep" });
     const generation = this.generation;
     let latest;
     let points;
@@ -204,26 +217,21 @@ export class Conversation {
     for (const point of points.branchPoints) {
       point.children.forEach((child, index) => this.branches.set(child.id, { parentId: point.parentId, index, siblings: point.children }));
     }
+    // The chunk of the old last message gained messages (and that message lost its badge): render
+    // it again if it is in the feed; new chunks start with an estimated height
     const first = Math.max(0, Math.floor(oldLast / CHUNK));
-    for (let i = first; i < Math.ceil(this.total / CHUNK); i++) {
-      const size = Math.min(CHUNK, this.total - i * CHUNK);
-      let chunk = this.chunks[i];
-      if (!chunk) {
-        const el = h("div", { class: "chunk", dataset: { chunk: String(i) } });
-        el.style.height = `${Math.round(size * this.averageHeight())}px`;
-        chunk = { el, rendered: false, height: null, size };
-        this.chunks.push(chunk);
-        this.scroller.append(el);
-        this.observer.observe(el);
-      }
-      chunk.size = size;
-      if (chunk.rendered) {
-        chunk.rendered = false;
-        this.renderChunk(i);
-      }
+    const count = this.heights.length;
+    for (let i = count; i < this.chunkCount(); i++) this.heights.push(this.estimate(i));
+    for (let i = first; i < count; i++) if (this.rendered.has(i)) this.rerenderChunk(i);
+    for (const article of this.scroller.children) {
+      const index = Number(article.dataset.index);
+      article.setAttribute("aria-setsize", String(this.total));
+      article.setAttribute("aria-label", this.articleLabel(this.messages[index], index));
     }
+    this.setSpacers();
     this.describePath();
     if (atBottom) this.scrollToIndex(this.total - 1);
+    else this.schedule();
   }
 
   showLatest() {
@@ -260,107 +268,236 @@ export class Conversation {
   }
 
   // ------------------------------------------------------------------ chunks (virtualized rendering)
+  //
+  // The feed's children are the rendered messages only (the WAI-ARIA feed pattern wants its articles
+  // as direct children): one contiguous window of chunks near the viewport. The chunks before and
+  // after the window are not in the DOM; their measured (or estimated) heights are the feed's
+  // ::before and ::after spacers (CSS custom properties, so no element stands for them).
 
   averageHeight() {
     return this.measured.count ? this.measured.height / this.measured.count : ESTIMATED_HEIGHT;
   }
 
+  chunkCount() {
+    return Math.ceil(this.total / CHUNK);
+  }
+
+  /** The index of the last message of chunk `index`. */
+  chunkEnd(index) {
+    return Math.min(this.total, (index + 1) * CHUNK) - 1;
+  }
+
+  estimate(index) {
+    return Math.round((this.chunkEnd(index) - index * CHUNK + 1) * this.averageHeight());
+  }
+
+  /** How many chunks, from the first, have all their messages loaded (all once no page is left). */
+  loadedChunks() {
+    if (!this.cursor || this.messages.length >= this.total) return this.chunkCount();
+    return Math.floor(this.messages.length / CHUNK);
+  }
+
   buildChunks() {
-    this.observer.disconnect();
     clear(this.scroller);
-    this.chunks = [];
-    const count = Math.ceil(this.total / CHUNK);
-    for (let i = 0; i < count; i++) {
-      const size = Math.min(CHUNK, this.total - i * CHUNK);
-      const el = h("div", { class: "chunk", dataset: { chunk: String(i) } });
-      el.style.height = `${Math.round(size * this.averageHeight())}px`;
-      this.chunks.push({ el, rendered: false, height: null, size });
-      this.scroller.append(el);
-      this.observer.observe(el);
-    }
+    this.rendered = new Map(); // chunk index → its article elements, in the feed
+    this.window = null; // { lo, hi }: the chunks in the feed
+    this.heights = []; // px per chunk: measured once rendered, estimated before
+    this.measuredChunks = new Set();
+    for (let i = 0; i < this.chunkCount(); i++) this.heights.push(this.estimate(i));
+    this.setSpacers();
+    this.schedule();
   }
 
-  onIntersect(entries) {
-    for (const entry of entries) {
-      const index = Number(entry.target.dataset.chunk);
-      const chunk = this.chunks[index];
-      if (!chunk || chunk.el !== entry.target) continue;
-      if (entry.isIntersecting) this.renderChunk(index);
-      else this.releaseChunk(index);
-    }
+  setSpacers() {
+    const { lo, hi } = this.window || { lo: this.heights.length, hi: this.heights.length };
+    let before = 0;
+    let after = 0;
+    this.heights.forEach((height, i) => {
+      if (i < lo) before += height;
+      else if (i > hi) after += height;
+    });
+    this.scroller.style.setProperty("--space-before", `${Math.round(before)}px`);
+    this.scroller.style.setProperty("--space-after", `${Math.round(after)}px`);
   }
 
-  async renderChunk(index) {
-    const chunk = this.chunks[index];
-    if (chunk.rendered || chunk.pending) return;
-    const generation = this.generation;
-    const end = Math.min(this.total, (index + 1) * CHUNK) - 1;
-    if (this.messages.length <= end) {
-      chunk.pending = true;
-      chunk.el.setAttribute("aria-busy", "true");
-      if (!chunk.el.firstChild) chunk.el.append(h("p", { class: "chunk-loading muted" }, `Loading messages ${fmtNumber(index * CHUNK + 1)}–${fmtNumber(end + 1)}…`));
-      try {
-        await this.ensureLoaded(end);
-      } catch (error) {
-        if (generation === this.generation) this.setError(error);
-        return;
-      } finally {
-        chunk.pending = false;
+  /** Read the heights of the rendered chunks from the layout (a message may have grown or shrunk). */
+  measureWindow() {
+    if (!this.window || !this.scroller.clientHeight) return;
+    for (let i = this.window.lo; i <= this.window.hi; i++) {
+      const els = this.rendered.get(i);
+      if (!els || !els.length) continue;
+      const next = this.rendered.get(i + 1);
+      const last = els[els.length - 1];
+      const bottom = next ? next[0].offsetTop : last.offsetTop + last.offsetHeight + (parseFloat(getComputedStyle(last).marginBottom) || 0);
+      const height = bottom - els[0].offsetTop;
+      if (!this.measuredChunks.has(i)) {
+        this.measuredChunks.add(i);
+        this.measured.height += height;
+        this.measured.count += els.length;
       }
-      if (generation !== this.generation || this.chunks[index] !== chunk) return;
+      this.heights[i] = height;
     }
-    clear(chunk.el);
-    chunk.el.removeAttribute("aria-busy");
-    const start = index * CHUNK;
-    for (let i = start; i <= end; i++) chunk.el.append(this.renderMessage(this.messages[i], i));
-    chunk.el.style.height = "";
-    chunk.rendered = true;
-    const height = chunk.el.offsetHeight;
-    if (chunk.height === null) {
-      this.measured.height += height;
-      this.measured.count += chunk.size;
-    }
-    chunk.height = height;
   }
 
-  releaseChunk(index) {
-    const chunk = this.chunks[index];
-    if (!chunk.rendered) return;
-    chunk.height = chunk.el.offsetHeight;
-    chunk.el.style.height = `${chunk.height}px`;
-    clear(chunk.el);
-    chunk.rendered = false;
+  /** The chunks within 800 px of the viewport, by their heights. */
+  visibleRange() {
+    const top = this.scroller.scrollTop - MARGIN;
+    const bottom = this.scroller.scrollTop + this.scroller.clientHeight + MARGIN;
+    let y = 0;
+    let lo = -1;
+    let hi = -1;
+    for (let i = 0; i < this.heights.length && y <= bottom; i++) {
+      const end = y + this.heights[i];
+      if (end >= top) {
+        if (lo < 0) lo = i;
+        hi = i;
+      }
+      y = end;
+    }
+    if (lo < 0) lo = hi = this.heights.length - 1;
+    return { lo, hi };
+  }
+
+  /** Update the window on the next frame (after a scroll, a resize, a click that may resize a message). */
+  schedule() {
+    if (this.frame) return;
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      this.update();
+    });
+  }
+
+  update() {
+    if (!this.heights || !this.heights.length || !this.scroller.clientHeight) return;
+    this.measureWindow();
+    const { lo, hi } = this.visibleRange();
+    const loaded = this.loadedChunks();
+    if (lo < loaded) this.renderWindow(lo, Math.min(hi, loaded - 1));
+    if (hi >= loaded) this.loadMore(this.chunkEnd(hi));
+  }
+
+  /** Render exactly chunks lo..hi: keep those already in the feed, drop the others, add the missing. */
+  renderWindow(lo, hi) {
+    if (this.window && this.window.lo === lo && this.window.hi === hi) return;
+    this.measureWindow();
+    for (const [i, els] of this.rendered) {
+      if (i >= lo && i <= hi) continue;
+      for (const el of els) el.remove();
+      this.rendered.delete(i);
+    }
+    const kept = this.scroller.firstElementChild; // the first message still in the feed, or null
+    const keptChunk = kept ? Math.floor(Number(kept.dataset.index) / CHUNK) : Infinity;
+    for (let i = lo; i <= hi; i++) {
+      if (this.rendered.has(i)) continue;
+      const els = this.renderChunkMessages(i);
+      this.rendered.set(i, els);
+      if (i < keptChunk) for (const el of els) this.scroller.insertBefore(el, kept);
+      else this.scroller.append(...els);
+    }
+    this.window = { lo, hi };
+    this.setSpacers();
+    this.measureWindow();
+  }
+
+  renderChunkMessages(index) {
+    const els = [];
+    for (let i = index * CHUNK; i <= this.chunkEnd(index); i++) els.push(this.renderMessage(this.messages[i], i));
+    return els;
+  }
+
+  /** Render a chunk in the feed again (its messages changed), keeping the focus on the same message. */
+  rerenderChunk(index) {
+    const old = this.rendered.get(index);
+    const focused = document.activeElement && old.some((el) => el.contains(document.activeElement)) ? document.activeElement.closest(".msg[data-index]") : null;
+    const els = this.renderChunkMessages(index);
+    for (const el of els) this.scroller.insertBefore(el, old[0]);
+    for (const el of old) el.remove();
+    this.rendered.set(index, els);
+    if (focused) {
+      const again = els.find((el) => el.dataset.index === focused.dataset.index);
+      if (again) again.focus({ preventScroll: true });
+    }
+  }
+
+  /** Load pages in the background up to message `end`, then update the window. */
+  loadMore(end) {
+    if (end <= this.loadTarget) return;
+    this.loadTarget = end;
+    const generation = this.generation;
+    this.ensureLoaded(end).then(
+      () => {
+        if (generation === this.generation) this.schedule();
+      },
+      (error) => {
+        if (generation !== this.generation) return;
+        this.loadTarget = this.messages.length - 1; // a later scroll tries again
+        this.setError(error);
+      },
+    );
+  }
+
+  /** The feed is busy (aria-busy, and a note over it) while pages load. */
+  showBusy() {
+    const busy = this.busy > 0;
+    this.scroller.setAttribute("aria-busy", String(busy));
+    this.loadingNote.hidden = !busy;
+    if (busy) this.loadingNote.textContent = `Loading messages ${fmtNumber(this.messages.length + 1)}–${fmtNumber(Math.min(this.total, this.busyTarget + 1))}…`;
   }
 
   /** Follow history cursors until message `index` is loaded (one request in flight at a time). */
   async ensureLoaded(index) {
     const generation = this.generation;
-    while (this.messages.length <= index && this.cursor) {
-      if (!this.loading) {
-        const cursor = this.cursor;
-        this.loading = api.history(this.sessionId, { cursor, limit: PAGE }).then((page) => {
-          if (generation !== this.generation) return;
-          this.messages.push(...page.messages);
-          this.cursor = page.nextCursor || null;
-          this.info.dataset.loaded = String(this.messages.length);
-          if (!this.cursor) this.describePath(); // the whole path is read: hidden branch points are known
-        });
-        this.loading.finally(() => {
-          this.loading = null;
-        });
+    if (this.messages.length > index || !this.cursor) return;
+    this.busy++;
+    this.busyTarget = Math.max(this.busyTarget, index);
+    this.showBusy();
+    try {
+      while (this.messages.length <= index && this.cursor) {
+        if (!this.loading) {
+          const cursor = this.cursor;
+          this.loading = api.history(this.sessionId, { cursor, limit: PAGE }).then((page) => {
+            if (generation !== this.generation) return;
+            this.messages.push(...page.messages);
+            this.cursor = page.nextCursor || null;
+            this.info.dataset.loaded = String(this.messages.length);
+            if (!this.cursor) this.describePath(); // the whole path is read: hidden branch points are known
+          });
+          this.loading
+            .finally(() => {
+              this.loading = null;
+            })
+            .catch(() => {}); // the failure is handled where it is awaited
+        }
+        await this.loading;
+        if (generation !== this.generation) return;
+        this.showBusy();
       }
-      await this.loading;
-      if (generation !== this.generation) return;
+    } finally {
+      if (generation === this.generation) {
+        this.busy--;
+        if (!this.busy) this.busyTarget = -1;
+        this.showBusy();
+      }
     }
   }
 
   async scrollToIndex(index, { focus = false, highlight = false, focusSwitcher = false } = {}) {
-    if (index < 0 || !this.chunks.length) return;
-    const chunkIndex = Math.floor(index / CHUNK);
+    if (index < 0 || !this.heights.length) return;
+    const chunk = Math.floor(index / CHUNK);
     const generation = this.generation;
-    await this.renderChunk(chunkIndex);
+    try {
+      await this.ensureLoaded(this.chunkEnd(chunk));
+    } catch (error) {
+      if (generation === this.generation) this.setError(error);
+      return;
+    }
     if (generation !== this.generation) return;
-    const el = this.scroller.querySelector(`[data-index="${index}"]`);
+    if (!this.rendered.has(chunk)) {
+      const { lo, hi } = this.window || { lo: chunk, hi: chunk };
+      if (chunk >= lo - 1 && chunk <= hi + 1) this.renderWindow(Math.min(lo, chunk), Math.max(hi, chunk));
+      else this.renderWindow(chunk, chunk); // far away: the window moves there
+    }
+    const el = this.rendered.get(chunk)[index - chunk * CHUNK];
     if (!el) return;
     // Scroll the feed only (scrollIntoView would scroll the whole page too).
     const offset = el.getBoundingClientRect().top - this.scroller.getBoundingClientRect().top;
@@ -371,18 +508,21 @@ export class Conversation {
       const switcher = el.querySelector(".branch-switch button:not([disabled])");
       (switcher || el).focus({ preventScroll: true });
     } else if (focus) el.focus({ preventScroll: true });
+    this.schedule();
   }
 
   onKey(event) {
     if (event.target.closest("input, textarea, select")) return;
     const current = event.target.closest(".msg[data-index]");
     const index = current ? Number(current.dataset.index) : -1;
+    const plain = !(event.altKey || event.ctrlKey || event.metaKey || event.shiftKey);
     let next = null;
     if (event.key === "j" || (event.key === "ArrowDown" && event.altKey)) next = index + 1;
     else if (event.key === "k" || (event.key === "ArrowUp" && event.altKey)) next = Math.max(0, index - 1);
-    else if (event.key === "Home" && event.target === this.scroller) next = 0;
-    else if (event.key === "End" && event.target === this.scroller) next = this.total - 1;
-    if (next === null || next >= this.total) return;
+    // From the list or from anywhere in a message, as J / K: focus moves to the first or last message
+    else if (event.key === "Home" && plain) next = 0;
+    else if (event.key === "End" && plain) next = this.total - 1;
+    if (next === null || next < 0 || next >= this.total) return;
     event.preventDefault();
     this.scrollToIndex(next, { focus: true });
   }
@@ -390,7 +530,7 @@ export class Conversation {
   // ------------------------------------------------------------------ one message
 
   renderMessage(message, index) {
-    if (!message) return h("div", { class: "msg missing" }, `Message ${index + 1} is not loaded.`);
+    if (!message) return h("article", { class: "msg missing", tabindex: "-1", "aria-posinset": index + 1, "aria-setsize": this.total, dataset: { index: String(index) } }, `Message ${index + 1} is not loaded.`);
     const overlay = isOverlay(message);
     const isLast = index === this.total - 1;
     const badges = [];
@@ -404,7 +544,7 @@ export class Conversation {
         tabindex: "-1",
         "aria-posinset": index + 1,
         "aria-setsize": this.total,
-        "aria-label": `${overlay ? "Compaction summary" : message.role} message ${index + 1} of ${this.total}`,
+        "aria-label": this.articleLabel(message, index),
         dataset: { index: String(index), messageId: message.id },
       },
       h("header", { class: "msg-head" }, h("span", { class: "msg-pos muted small" }, `#${index + 1}`), ...messageMeta(message, overlay ? { createdAt: this.overlayStoredAt(message) } : {}), ...badges, this.branchSwitcher(message, index), this.messageActions(message)),
@@ -413,6 +553,11 @@ export class Conversation {
     else article.append(h("div", { class: "msg-body" }, ...renderParts(message)));
     article.append(rawJson(message));
     return article;
+  }
+
+  articleLabel(message, index) {
+    if (!message) return `Message ${index + 1} of ${this.total}, not loaded`;
+    return `${isOverlay(message) ? "Compaction summary" : message.role} message ${index + 1} of ${this.total}`;
   }
 
   /** When the overlay was stored (the summary message itself carries the time it was read), or null. */
