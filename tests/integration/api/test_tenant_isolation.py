@@ -36,6 +36,7 @@ BODIES: dict[str, Any] = {
     "addUsage": {"inputTokens": 5, "outputTokens": 5, "cost": 1.0},
     "importSessionsFromS3": {"key": f"exports/{A}/{A_SESSION}.jsonl"},
     "openSession": {"key": "a-key"},
+    "eraseSubjectNamedInBody": {"subjectId": A},
 }
 QUERIES: dict[str, dict[str, str]] = {
     "searchAll": {"q": SECRET},
@@ -52,6 +53,7 @@ TENANT_WIDE = {
     "importSessions",
     "importSessionsFromS3",
     "eraseSubject",
+    "eraseSubjectNamedInBody",
     "openSession",
     "listKnowledgeEntries",
 }
@@ -180,7 +182,7 @@ def test_unusable_claims_are_401_on_every_operation(runtime: Runtime, tenant: st
         path = aimed_at_a(template, "c")
         status, body = call(method, path, BODIES.get(operation_id), query=QUERIES.get(operation_id), tenant=tenant)
         expected = {(401, "unauthorized")}
-        if operation_id == "eraseSubject":
+        if operation_id in ("eraseSubject", "eraseSubjectNamedInBody"):
             expected.add((403, "forbidden"))  # the admin scope is checked first: still nothing done
         assert (status, body["error"]["code"]) in expected, (operation_id, status, body)
     missing = call("GET", "/sessions", tenant=None)
